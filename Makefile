@@ -3,7 +3,8 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV  ?= .venv
 BIN   := $(VENV)/bin
-STAMP := $(VENV)/.posattn-installed
+# The stamp is keyed on pyproject.toml's content (nbdev-export rewrites the file without changing it).
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 PROFILE ?= cpu
 
 .PHONY: setup demo test export readme check-sync
@@ -11,12 +12,11 @@ PROFILE ?= cpu
 setup: $(STAMP)
 
 # Create .venv when it is missing, reuse it when it exists; reinstall the project when pyproject.toml changes.
-$(STAMP): pyproject.toml
+$(STAMP):
 	@test -x $(BIN)/python || python3 -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.14.1 torchvision==0.29.1
-	$(BIN)/pip install --quiet -e ".[dev]"
-	@touch $@
+	$(BIN)/pip install --quiet torch==2.14.1 torchvision==0.29.1 2>&1 | { grep -v '^WARNING: Location' || true; }
+	$(BIN)/pip install --quiet -e ".[dev]" 2>&1 | { grep -v '^WARNING: Location' || true; }
+	@rm -f $(VENV)/.installed-*; touch $@
 
 demo: $(STAMP)
 	@mkdir -p results/demo
