@@ -6,8 +6,12 @@ BIN   := $(VENV)/bin
 # The stamp is keyed on pyproject.toml's content (nbdev-export rewrites the file without changing it).
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 PROFILE ?= cpu
+JOBS ?= 2
+# extra sweep options, e.g. SWEEP_ARGS="--treatments span_2d siren_2d --seeds 9188 2755 -p data_root=PATH"
+SWEEP_ARGS ?=
+OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
 
-.PHONY: setup demo test export readme check-sync
+.PHONY: setup demo test export readme check-sync reproduce bench
 
 setup: $(STAMP)
 
@@ -18,10 +22,12 @@ $(STAMP):
 	$(BIN)/pip install --quiet -e ".[dev]" 2>&1 | { grep -v '^WARNING: Location' || true; }
 	@rm -f $(VENV)/.installed-*; touch $@
 
+# The main job on the embedded default data: the span_2d_threshold treatment on scikit-learn's digits (8x8), through
+# papermill, exactly as a researcher would run any treatment.
 demo: $(STAMP)
 	@mkdir -p results/demo
-	$(BIN)/papermill --cwd nbs nbs/07_block.ipynb results/demo/07_block.ipynb
-	@echo "demo: figures in figures/, executed notebook in results/demo/"
+	$(BIN)/papermill nbs/run_experiment.ipynb results/demo/run_experiment.ipynb -p treatment span_2d_threshold -p profile demo -p force True
+	@echo "demo: result results/demo/span_2d_threshold/seed-9188.json, figures figures/demo/runs/, executed notebook results/demo/run_experiment.ipynb"
 
 # Fails when nbdev-export would change posattn/ or nbdev-clean would change a notebook, then tests every notebook.
 test: $(STAMP) check-sync
@@ -44,5 +50,26 @@ check-sync: $(STAMP)
 export: $(STAMP)
 	$(BIN)/nbdev-export && $(BIN)/nbdev-clean && $(MAKE) --no-print-directory readme
 
+# README.md is nbs/index.ipynb executed (its tables are read from results/), with the input of `remove_input` cells hidden.
 readme: $(STAMP)
-	$(BIN)/jupyter nbconvert --log-level WARN --to markdown nbs/index.ipynb --output-dir . --output README
+	$(BIN)/jupyter nbconvert --log-level WARN --execute --to markdown \
+	  --TagRemovePreprocessor.remove_input_tags='["remove_input"]' nbs/index.ipynb --output-dir . --output README
+
+# `make reproduce PROFILE=cpu [JOBS=2] [SWEEP_ARGS=...]`: run the profile's missing treatment x RandomState runs through
+# the sweep, then rebuild Tables 5-7 and Figures 5-7 with nbs/reproduce.ipynb. For the cpu profile the offline CIFAR-10
+# copy is extracted into data/ first when it is there and not yet extracted. Failed runs are listed with their logs;
+# the tables are still made from the finished runs, and make then exits with the sweep's status.
+reproduce: $(STAMP)
+	@if [ "$(PROFILE)" = cpu ] && [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
+	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
+	@mkdir -p results/$(PROFILE)
+	@status=0; $(BIN)/python -m posattn.sweep --profile $(PROFILE) --jobs $(JOBS) $(SWEEP_ARGS) || status=$$?; \
+	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/$(PROFILE)/reproduce.ipynb -p profile $(PROFILE); \
+	echo "reproduce: tables in results/$(PROFILE)/tables/, figures in figures/$(PROFILE)/"; exit $$status
+
+# Appendix A.4 and the fast version's benchmark: one layer's forward+backward time and peak memory, each case in a fresh
+# process; writes results/bench/*.json and figures/*_time_memory.png. Finished cases are kept: delete the JSON to re-measure.
+bench: $(STAMP)
+	@mkdir -p results/bench/notebooks
+	$(BIN)/papermill --cwd nbs nbs/bench_versions.ipynb results/bench/notebooks/bench_versions.ipynb
+	$(BIN)/papermill --cwd nbs nbs/bench_fast.ipynb results/bench/notebooks/bench_fast.ipynb

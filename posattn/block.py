@@ -7,8 +7,9 @@ Docs: https://posattn.github.io/posattn/block.html.md"""
 # %% auto #0
 __all__ = ['VERSIONS', 'SPANS', 'PositionalSelfAttention']
 
-# %% ../nbs/07_block.ipynb #750773b3
+# %% ../nbs/07_block.ipynb #fa741356
 import math
+from numbers import Integral
 from typing import Sequence
 import torch
 from torch import nn, Tensor
@@ -16,9 +17,11 @@ from .attention import MultiHeadSelfAttention
 from .encoding import make_encoding, relative_size
 from .span import DifferentiableSpan, _check_span_args
 from .version1 import attend_v1
+from .versions import attend_v2, attend_v3
+from .fast import attend_fast
 
-# %% ../nbs/07_block.ipynb #47945b2d
-VERSIONS = {'v1': attend_v1}
+# %% ../nbs/07_block.ipynb #623414ff
+VERSIONS = {'v1': attend_v1, 'v2': attend_v2, 'v3': attend_v3, 'fast': attend_fast}
 SPANS = ('off', 'gaussian')
 
 def _choice(name: str, value, options):
@@ -68,8 +71,9 @@ class PositionalSelfAttention(MultiHeadSelfAttention):
         if x.dim() != 3: raise ValueError(f"x must be [B, N, d]; got a tensor of shape {tuple(x.shape)}")
         if x.shape[-1] != self.d: raise ValueError(f"x has {x.shape[-1]} features; this block expects d={self.d}")
         S = tuple(structure_size)
-        if len(S) != self.dims or not all(isinstance(s, int) and s >= 1 for s in S):
+        if len(S) != self.dims or not all(isinstance(s, Integral) and s >= 1 for s in S):
             raise ValueError(f"structure_size={list(S)} must be {self.dims} positive integer(s): dims={self.dims}")
+        S = tuple(int(s) for s in S)
         if math.prod(S) != x.shape[1]:
             raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
         return S
