@@ -7,7 +7,7 @@ Docs: https://posattn.github.io/posattn/block.html.md"""
 # %% auto #0
 __all__ = ['VERSIONS', 'SPANS', 'PositionalSelfAttention']
 
-# %% ../nbs/07_block.ipynb #fa741356
+# %% ../nbs/07_block.ipynb #dc0b43bf
 import math
 from numbers import Integral
 from typing import Sequence
@@ -20,7 +20,7 @@ from .version1 import attend_v1
 from .versions import attend_v2, attend_v3
 from .fast import attend_fast
 
-# %% ../nbs/07_block.ipynb #623414ff
+# %% ../nbs/07_block.ipynb #95696d36
 VERSIONS = {'v1': attend_v1, 'v2': attend_v2, 'v3': attend_v3, 'fast': attend_fast}
 SPANS = ('off', 'gaussian')
 

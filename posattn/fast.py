@@ -7,7 +7,7 @@ Docs: https://posattn.github.io/posattn/fast.html.md"""
 # %% auto #0
 __all__ = ['BUDGET', 'FastPlan', 'fast_plan', 'score_count', 'attend_fast']
 
-# %% ../nbs/06_fast.ipynb #ee16ae36
+# %% ../nbs/06_fast.ipynb #9dee29b4
 import math
 from typing import NamedTuple, Sequence
 import torch
@@ -16,7 +16,7 @@ from torch import Tensor
 from .encoding import relative_offsets, relative_size
 from .version1 import Encode, Gauss
 
-# %% ../nbs/06_fast.ipynb #76851ae1
+# %% ../nbs/06_fast.ipynb #c9f89403
 class FastPlan(NamedTuple):
     "How `attend_fast` lays out a call: query tiles, the keys each tile scores, and their padding."
     mode: str               # 'window': each tile scores its halo of keys; 'dense': each tile scores all keys
@@ -48,7 +48,7 @@ def score_count(structure_size: Sequence[int], span_size: Sequence[int]) -> int:
     p = fast_plan(structure_size, span_size)
     return math.prod(t * m for t, m in zip(p.tile, p.tiles)) * math.prod(p.halo)
 
-# %% ../nbs/06_fast.ipynb #4394c880
+# %% ../nbs/06_fast.ipynb #d44dc3ae
 def _pad_grid(x: Tensor, pads) -> Tensor:
     "Zero-pad the structure dimensions of x [B, H, *S, d] by (before, after) per dimension."
     return F.pad(x, [0, 0] + [p for lo_hi in reversed(pads) for p in lo_hi])
@@ -78,7 +78,7 @@ def _key_halos(x: Tensor, S, plan: FastPlan) -> Tensor: # [B, H, tiles, L^n, d]
     for k, (t, l) in enumerate(zip(plan.tile, plan.halo)): x = x.unfold(2 + k, l, t)  # [B, H, *tiles, d, *L]
     return x.movedim(2 + len(S), -1).reshape(B, H, math.prod(plan.tiles), math.prod(plan.halo), d)
 
-# %% ../nbs/06_fast.ipynb #890e0f16
+# %% ../nbs/06_fast.ipynb #aaae3c56
 def _skew(r: Tensor, # [..., T^n, C^n] scores of queries against a grid of offsets
           T, C, L, base) -> Tensor: # [..., *T, *L]
     "Move each score to its key: out[..., b, a] = r[..., b, a - b + base], a strided view of `r`."
@@ -105,7 +105,7 @@ def _unskew(da: Tensor, # [B, H, t, *T, *L] gradients at the keys
                         da.storage_offset())
     return out.reshape(*out.shape[:-2 * n], math.prod(T), math.prod(C))
 
-# %% ../nbs/06_fast.ipynb #ccc62eed
+# %% ../nbs/06_fast.ipynb #6e247878
 def _raw_scores(qu, qv, kb, e, geom) -> Tensor: # [B, H, t, T^n, L^n]
     "Content plus skewed positional scores of a chunk, already scaled by 1/sqrt(d_H)."
     T, C, L, base = geom
@@ -160,7 +160,7 @@ class _Chunk(torch.autograd.Function):
                 de = torch.einsum('bhtqd,bhtqc->htdc', qv, dr)
         return dqu, dqv, dkb, dvb, de, dg, None, None
 
-# %% ../nbs/06_fast.ipynb #4074cd0e
+# %% ../nbs/06_fast.ipynb #6266e082
 def _window_geometry(S, span_size, plan: FastPlan, device):
     "Offsets [*T, *L, n] from tile queries to halo keys (every tile), and validity [tiles, T^n, L^n] or None."
     n = len(S)
@@ -202,7 +202,7 @@ def _padded_rows(S, plan: FastPlan, device) -> Tensor: # bool [tiles, T^n]
         out = out | r.view(shape)
     return out.expand(*plan.tiles, *plan.tile).reshape(math.prod(plan.tiles), -1)
 
-# %% ../nbs/06_fast.ipynb #b17fcc3e
+# %% ../nbs/06_fast.ipynb #72f726c4
 BUDGET = 2 ** 24  # scores per chunk (batch x heads x queries x keys)
 
 def _check(q, k, v, u, v_bias, structure_size, span_size):
