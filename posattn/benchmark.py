@@ -7,7 +7,7 @@ Docs: https://posattn.github.io/posattn/benchmark.html.md"""
 # %% auto #0
 __all__ = ['PEAK_FACTOR', 'sigma_for_span', 'measure', 'machine_info', 'run_cases']
 
-# %% ../nbs/14_benchmark.ipynb #1904b0b7
+# %% ../nbs/14_benchmark.ipynb #3d766857
 import datetime, json, math, os, platform, resource, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 from typing import Sequence
@@ -19,7 +19,7 @@ from .block import VERSIONS, PositionalSelfAttention
 from .encoding import relative_size
 from .span import span_size as _span_size
 
-# %% ../nbs/14_benchmark.ipynb #d381e5f5
+# %% ../nbs/14_benchmark.ipynb #96cfe806
 def sigma_for_span(span_size: Sequence[int], # the wanted SpanSize, odd, per dimension
                    structure_size: Sequence[int],
                    threshold: float = 0.1 # t in (0, 1)
@@ -37,7 +37,7 @@ def sigma_for_span(span_size: Sequence[int], # the wanted SpanSize, odd, per dim
         sigma.append(1. if s == 1 else ((w - 1) / 2 - 0.5) / ((s - 1) * c))
     return sigma
 
-# %% ../nbs/14_benchmark.ipynb #caa8e071
+# %% ../nbs/14_benchmark.ipynb #70a3dab8
 PEAK_FACTOR = dict(v2=2.5, v3=2.5, default=4.)  # measured peak / main bytes: ~2 (v2, v3), 2.8 to 3.5 (v1)
 
 def _main_bytes(version: str, structure_size, span_size, batch: int, d: int, heads: int, itemsize: int = 4) -> int:
@@ -55,7 +55,7 @@ def _needed_gb(version: str, structure_size, span_size, batch: int, d: int, head
     factor = PEAK_FACTOR.get(version, PEAK_FACTOR['default'])
     return factor * _main_bytes(version, structure_size, span_size, batch, d, heads) / 2**30
 
-# %% ../nbs/14_benchmark.ipynb #3f485b20
+# %% ../nbs/14_benchmark.ipynb #db479f99
 def _device(device: str) -> torch.device:
     if device == 'auto': return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
     if not (device == 'cpu' or device.startswith('cuda')):
@@ -77,7 +77,7 @@ def _limit_memory(gb: float):
     limit = _status_kb('VmSize') * 1024 + int(gb * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
-# %% ../nbs/14_benchmark.ipynb #c04ce5de
+# %% ../nbs/14_benchmark.ipynb #a4732b2a
 def _layer(structure_size, span_size, d: int, heads: int) -> PositionalSelfAttention:
     "The measured layer: SIREN PE and a Gaussian span whose sigma gives `span_size` (None: full span, no threshold)."
     block = PositionalSelfAttention(d, heads, pe='siren', dims=len(structure_size), span='gaussian',
@@ -97,7 +97,7 @@ def _step(block: PositionalSelfAttention, x: torch.Tensor, structure_size, versi
 def _sync(dev: torch.device):
     if dev.type == 'cuda': torch.cuda.synchronize(dev)
 
-# %% ../nbs/14_benchmark.ipynb #fcfaf663
+# %% ../nbs/14_benchmark.ipynb #f38fb717
 def _peak_mb(step, dev: torch.device) -> float:
     "Run `step` once and return the extra memory (MB) it needed at its peak."
     if dev.type == 'cuda':
@@ -116,7 +116,7 @@ def _timed(step, dev: torch.device) -> float:
     step(); _sync(dev)
     return time.perf_counter() - t
 
-# %% ../nbs/14_benchmark.ipynb #bb540843
+# %% ../nbs/14_benchmark.ipynb #6b9480e8
 def _is_oom(e: BaseException) -> bool:
     return isinstance(e, MemoryError) or 'out of memory' in str(e).lower() or "can't allocate memory" in str(e).lower()
 
@@ -135,6 +135,8 @@ def _run(case: dict) -> dict:
         step = lambda: _step(block, x, S, case['version'])
         out['peak_mb'] = _peak_mb(step, dev)
         out['times'] = [_timed(step, dev) for _ in range(case['repeats'])]
+        while sum(out['times']) < case.get('min_time_s', 0.) and len(out['times']) < 50:
+            out['times'].append(_timed(step, dev))
         out['time_s'] = statistics.median(out['times'])
     except Exception as e:
         out['status'] = 'oom' if _is_oom(e) else f"error: {type(e).__name__}: {str(e)[:300]}"
@@ -144,7 +146,7 @@ def _child():
     "Entry point of the subprocess: a case as JSON on stdin, its result as JSON on the last line of stdout."
     print(json.dumps(_run(json.loads(sys.stdin.read()))), flush=True)
 
-# %% ../nbs/14_benchmark.ipynb #fb028da6
+# %% ../nbs/14_benchmark.ipynb #b31ea9fc
 def _check_case(version, structure_size, span_size, batch, d, heads, repeats):
     versions = (*VERSIONS, 'sdpa')
     if version not in versions: raise ValueError(f"version={version!r} is not one of {versions}")
@@ -161,12 +163,13 @@ def _real_span(structure_size, span_size) -> list[int]:
     sigma = torch.tensor(sigma_for_span(span_size, structure_size), dtype=torch.float32)
     return list(_span_size(sigma, 0.1, structure_size))
 
-# %% ../nbs/14_benchmark.ipynb #b64a498c
+# %% ../nbs/14_benchmark.ipynb #7db2382d
 def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
             structure_size: Sequence[int],
             span_size: Sequence[int] | None = None, # odd window per dimension; None: full span, no threshold
             batch: int = 4, d: int = 64, heads: int = 8,
             repeats: int = 3, # timed passes after the warm-up
+            min_time_s: float = 0., # keep timing passes until they add up to this (50 passes at most)
             seed: int = 0, device: str = 'cpu', # 'auto' picks CUDA when available
             mem_limit_gb: float = 16, # the subprocess may not grow by more than this
             threads: int | None = None, # torch threads in the subprocess; None keeps torch's default
@@ -179,9 +182,10 @@ def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
     dev = str(_device(device))
     real = _real_span(structure_size, span_size)
     case = dict(version=version, structure_size=structure_size, span_size=span_size, batch=batch, d=d, heads=heads,
-                repeats=repeats, seed=seed, device=dev, mem_limit_gb=mem_limit_gb, threads=threads)
+                repeats=repeats, min_time_s=min_time_s, seed=seed, device=dev, mem_limit_gb=mem_limit_gb,
+                threads=threads)
     info = dict(version=version, structure_size=structure_size, span_size=real, batch=batch, d=d, heads=heads,
-                repeats=repeats, seed=seed, main_mb=_main_bytes(version, structure_size, real, batch, d, heads) / 2**20,
+                repeats=repeats, min_time_s=min_time_s, seed=seed, main_mb=_main_bytes(version, structure_size, real, batch, d, heads) / 2**20,
                 load_1min=os.getloadavg()[0])  # other work on a shared machine slows a case down: record it
     blank = dict(time_s=None, times=[], peak_mb=None, threads=threads or torch.get_num_threads(), device=dev)
     need_gb = _needed_gb(version, structure_size, real, batch, d, heads)
@@ -196,7 +200,7 @@ def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
     status = 'oom' if r.returncode == -9 else f"error: exit {r.returncode}: {r.stderr.strip()[-300:]}"
     return info | blank | dict(status=status)
 
-# %% ../nbs/14_benchmark.ipynb #0c23a7f0
+# %% ../nbs/14_benchmark.ipynb #794137e5
 def machine_info() -> dict:
     "What the numbers depend on: torch version, threads, CPUs, date."
     cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), platform.processor()) \

@@ -7,7 +7,7 @@ Docs: https://posattn.github.io/posattn/block.html.md"""
 # %% auto #0
 __all__ = ['VERSIONS', 'SPANS', 'PositionalSelfAttention']
 
-# %% ../nbs/07_block.ipynb #dc0b43bf
+# %% ../nbs/07_block.ipynb #397cd96c
 import math
 from numbers import Integral
 from typing import Sequence
@@ -20,7 +20,7 @@ from .version1 import attend_v1
 from .versions import attend_v2, attend_v3
 from .fast import attend_fast
 
-# %% ../nbs/07_block.ipynb #95696d36
+# %% ../nbs/07_block.ipynb #d6e234f2
 VERSIONS = {'v1': attend_v1, 'v2': attend_v2, 'v3': attend_v3, 'fast': attend_fast}
 SPANS = ('off', 'gaussian')
 
@@ -40,7 +40,7 @@ class PositionalSelfAttention(MultiHeadSelfAttention):
                  w0_initial: float = 10., # SIREN's first-layer frequency
                  siren_layers: int = 3, # L
                  siren_hidden: int = 64, # width of SIREN's hidden layers
-                 version: str = 'v1'): # implementation, a key of VERSIONS
+                 version: str = 'fast'): # implementation, a key of VERSIONS
         _choice('span', span, SPANS)
         _choice('version', version, VERSIONS)
         _check_span_args(threshold, init_sigma)

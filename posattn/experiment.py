@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/experiment.html.md"""
 __all__ = ['DEFAULT_VERSION', 'PROFILES', 'OFFLINE_CIFAR', 'treatments_markdown', 'resolve_config', 'run_identity',
            'resolve_device', 'run_paths', 'estimate_seconds', 'dataset_note', 'run', 'plot_run']
 
-# %% ../nbs/11_experiment.ipynb #14ad5da2
+# %% ../nbs/11_experiment.ipynb #054920ac
 import json, math, os, platform, sys, tempfile, textwrap, time
 from pathlib import Path
 import torch
@@ -18,15 +18,15 @@ from .classifier import TREATMENTS, check_treatment, make_classifier
 from .data import DATASETS, atomic_save, load_data, project_root
 from .train import best, check_wandb, train, wandb_logger, WANDB_MODES
 
-# %% ../nbs/11_experiment.ipynb #68606363
+# %% ../nbs/11_experiment.ipynb #22bb06d4
 def treatments_markdown() -> str:
     "TREATMENTS as a markdown table."
     rows = ["| treatment | pe | dims | span | threshold |", "|---|---|---|---|---|"]
     rows += [f"| `{t}` | {o['pe']} | {o['dims']} | {o['span']} | {o['threshold']} |" for t, o in TREATMENTS.items()]
     return "\n".join(rows)
 
-# %% ../nbs/11_experiment.ipynb #c3a86fdd
-DEFAULT_VERSION = 'v1'  # the attention implementation runs use unless told otherwise
+# %% ../nbs/11_experiment.ipynb #6fc9161b
+DEFAULT_VERSION = 'fast'  # the attention implementation runs use unless told otherwise
 _COMMON = dict(batch_size=20, accumulate=2, lr=1e-3, betas=(0.9, 0.999), d=64, heads=8, blocks=6, ffn=128,
                dropout=0.1, init_sigma=0.3, version=None, device='auto', threads=None, wandb_mode='disabled',
                data_root=None, eval_batch_size=100)
@@ -39,7 +39,7 @@ PROFILES = {
 }
 OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu profile prefers, relative to the project root
 
-# %% ../nbs/11_experiment.ipynb #4eddd520
+# %% ../nbs/11_experiment.ipynb #381105f7
 def _check_int(name, value, low=1, none=True):
     if value is None and none: return
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -92,7 +92,7 @@ def resolve_config(treatment: str = 'span_2d', # a key of TREATMENTS
     _check_values(cfg)
     return _resolve_dataset(cfg)
 
-# %% ../nbs/11_experiment.ipynb #5ff567be
+# %% ../nbs/11_experiment.ipynb #61f7efdc
 _NOT_IDENTITY = ('epochs', 'device', 'threads', 'wandb_mode', 'eval_batch_size')
 
 def run_identity(cfg: dict) -> dict:
@@ -103,7 +103,7 @@ def resolve_device(device: str) -> torch.device:
     "'auto' is CUDA when available, else the CPU; anything else as torch reads it."
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else torch.device(device)
 
-# %% ../nbs/11_experiment.ipynb #795d5953
+# %% ../nbs/11_experiment.ipynb #e907881e
 def run_paths(cfg: dict, results_dir: str | Path | None = None, figures_dir: str | Path | None = None) -> dict:
     "The result, checkpoint and figure paths of the run `cfg`."
     root = project_root()
@@ -113,7 +113,7 @@ def run_paths(cfg: dict, results_dir: str | Path | None = None, figures_dir: str
     return dict(result=res / p / t / f'seed-{s}.json', checkpoint=res / p / t / 'checkpoints' / f'seed-{s}.pt',
                 curves=fig / p / 'runs' / f'{t}-seed-{s}-curves.png', spans=fig / p / 'runs' / f'{t}-seed-{s}-spans.png')
 
-# %% ../nbs/11_experiment.ipynb #91dc5693
+# %% ../nbs/11_experiment.ipynb #a595a496
 def _model_for(cfg: dict, channels: int, classes: int, structure_size) -> torch.nn.Module:
     return make_classifier(cfg['treatment'], channels, classes, structure_size, d=cfg['d'], heads=cfg['heads'],
                            blocks=cfg['blocks'], ffn=cfg['ffn'], dropout=cfg['dropout'],
@@ -148,7 +148,7 @@ def _too_slow_message(cfg: dict, seconds: float, device) -> str:
             f"reduced scale: `-p profile cpu` (about 2-3 minutes per run on one core), or `-p allow_slow True` "
             f"to run it here anyway.")
 
-# %% ../nbs/11_experiment.ipynb #b70e13e5
+# %% ../nbs/11_experiment.ipynb #46df528e
 def _versions() -> dict:
     return dict(python=platform.python_version(), torch=torch.__version__, posattn=posattn.__version__)
 
@@ -175,7 +175,7 @@ def _result(cfg, history, model, S, device, wall) -> dict:
 def _save_json(obj, path):
     atomic_save(obj, path, save=lambda o, f: f.write(json.dumps(o, indent=1).encode()))
 
-# %% ../nbs/11_experiment.ipynb #77d5d836
+# %% ../nbs/11_experiment.ipynb #cbc7f33f
 def run(treatment: str = 'span_2d', # a key of TREATMENTS
         seed: int = 9188, # the RandomState
         profile: str = 'paper', # a key of PROFILES
@@ -216,7 +216,7 @@ def run(treatment: str = 'span_2d', # a key of TREATMENTS
     result['figures'] = [str(p) for p in plot_run(result, paths)]
     return result
 
-# %% ../nbs/11_experiment.ipynb #8a82c5e7
+# %% ../nbs/11_experiment.ipynb #0521e524
 def plot_run(result: dict, paths: dict) -> list[Path]:
     "Save the learning curves (and learned spans, if any) of `result`; the files written."
     import matplotlib.pyplot as plt

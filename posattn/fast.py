@@ -7,8 +7,8 @@ Docs: https://posattn.github.io/posattn/fast.html.md"""
 # %% auto #0
 __all__ = ['BUDGET', 'FastPlan', 'fast_plan', 'score_count', 'attend_fast']
 
-# %% ../nbs/06_fast.ipynb #9dee29b4
-import math
+# %% ../nbs/06_fast.ipynb #d9a1f4bb
+import itertools, math
 from typing import NamedTuple, Sequence
 import torch
 import torch.nn.functional as F
@@ -16,7 +16,7 @@ from torch import Tensor
 from .encoding import relative_offsets, relative_size
 from .version1 import Encode, Gauss
 
-# %% ../nbs/06_fast.ipynb #c9f89403
+# %% ../nbs/06_fast.ipynb #996c738f
 class FastPlan(NamedTuple):
     "How `attend_fast` lays out a call: query tiles, the keys each tile scores, and their padding."
     mode: str               # 'window': each tile scores its halo of keys; 'dense': each tile scores all keys
@@ -26,20 +26,28 @@ class FastPlan(NamedTuple):
     pad: tuple[int, ...]    # keys padded before the structure along each dimension (the reach of tiled dimensions)
     reach: tuple[int, ...]  # h = (SpanSize - 1) / 2, at most S - 1
 
-_TILE = {1: 16, 2: 4}  # queries per tile and dimension, by number of dimensions (2 beyond)
+_TILES = (1, 2, 4, 8, 16, 32, 64)  # window tile sizes tried along each dimension
+_COPY, _PER_TILE = 8, 64  # cost of one halo key copy and of one tile, in scores
 _DENSE_TILE = {1: 32, 2: 4}
 
+def _window_plan(S, reach, T) -> FastPlan:
+    "The window plan with tile T: tiled where T < S (halo T + 2h), one whole tile elsewhere."
+    pad = tuple(h if t < s else 0 for t, s, h in zip(T, S, reach))
+    return FastPlan('window', T, tuple(-(-s // t) for s, t in zip(S, T)),
+                    tuple(t + 2 * p for t, p in zip(T, pad)), pad, reach)
+
+def _plan_cost(p: FastPlan) -> int:
+    "Work of a window plan in scores: scores computed, halo key copies and a fixed cost per tile."
+    tiles, keys = math.prod(p.tiles), math.prod(p.halo)
+    return tiles * (math.prod(p.tile) * keys + _COPY * keys + _PER_TILE)
+
 def fast_plan(structure_size: Sequence[int], span_size: Sequence[int]) -> FastPlan:
-    "The tiling `attend_fast` uses for `structure_size` under the window `span_size`."
+    "The tiling `attend_fast` uses for `structure_size` under the window `span_size`: the cheapest tile."
     S, n = tuple(structure_size), len(structure_size)
     reach = tuple(min((w - 1) // 2, s - 1) for w, s in zip(span_size, S))
-    t0 = _TILE.get(n, 2)
-    tiled = [t0 + 2 * h < s for s, h in zip(S, reach)]
-    if any(tiled):
-        T = tuple(t0 if c else s for c, s in zip(tiled, S))
-        pad = tuple(h if c else 0 for c, h in zip(tiled, reach))
-        return FastPlan('window', T, tuple(-(-s // t) for s, t in zip(S, T)),
-                        tuple(t + 2 * p for t, p in zip(T, pad)), pad, reach)
+    options = [[t for t in _TILES if t + 2 * h < s] + [s] for s, h in zip(S, reach)]  # s: not tiled
+    best = min((_window_plan(S, reach, T) for T in itertools.product(*options)), key=_plan_cost)
+    if best.tile != S: return best  # else every pair is scored anyway: 'dense', in tiles that bound the memory
     T = tuple(min(_DENSE_TILE.get(n, 2), s) for s in S)
     return FastPlan('dense', T, tuple(-(-s // t) for s, t in zip(S, T)), S, (0,) * n, reach)
 
@@ -48,7 +56,7 @@ def score_count(structure_size: Sequence[int], span_size: Sequence[int]) -> int:
     p = fast_plan(structure_size, span_size)
     return math.prod(t * m for t, m in zip(p.tile, p.tiles)) * math.prod(p.halo)
 
-# %% ../nbs/06_fast.ipynb #d44dc3ae
+# %% ../nbs/06_fast.ipynb #6e4eed85
 def _pad_grid(x: Tensor, pads) -> Tensor:
     "Zero-pad the structure dimensions of x [B, H, *S, d] by (before, after) per dimension."
     return F.pad(x, [0, 0] + [p for lo_hi in reversed(pads) for p in lo_hi])
@@ -78,7 +86,37 @@ def _key_halos(x: Tensor, S, plan: FastPlan) -> Tensor: # [B, H, tiles, L^n, d]
     for k, (t, l) in enumerate(zip(plan.tile, plan.halo)): x = x.unfold(2 + k, l, t)  # [B, H, *tiles, d, *L]
     return x.movedim(2 + len(S), -1).reshape(B, H, math.prod(plan.tiles), math.prod(plan.halo), d)
 
-# %% ../nbs/06_fast.ipynb #aaae3c56
+# %% ../nbs/06_fast.ipynb #156e745b
+def _fold_halos(g: Tensor, # halo gradients [B, H, tiles, L^n, d]
+                plan: FastPlan) -> Tensor: # [B, H, *P, d], P = (tiles - 1) T + L per dimension
+    "The adjoint of the unfolding in `_key_halos`: every halo entry added back onto its place in the padded grid."
+    B, H, _, _, d = g.shape
+    n = len(plan.tile)
+    x = g.reshape(B, H, *plan.tiles, *plan.halo, d)
+    for k, (t, m, l) in enumerate(zip(plan.tile, plan.tiles, plan.halo)):
+        x = x.movedim((2, 2 + n - k), (-3, -2))  # this dimension's [tiles, L] last, before d
+        runs = -(-l // t)
+        y = x.new_zeros(*x.shape[:-3], (m + runs - 1) * t, d)
+        for j in range(runs):
+            w = min(t, l - j * t)
+            y[..., j * t:(j + m) * t, :].unflatten(-2, (m, t))[..., :w, :] += x[..., j * t:j * t + w, :]
+        x = y[..., :(m - 1) * t + l, :]
+    return x
+
+class _Halos(torch.autograd.Function):
+    "`_key_halos` with a backward that folds the halo gradients by strided additions."
+    @staticmethod
+    def forward(ctx, x, S, plan):
+        ctx.S, ctx.plan = S, plan
+        return _key_halos(x, S, plan)
+
+    @staticmethod
+    def backward(ctx, g):
+        S, plan = ctx.S, ctx.plan
+        y = _fold_halos(g, plan)[(slice(None),) * 2 + tuple(slice(p, p + s) for p, s in zip(plan.pad, S))]
+        return y.reshape(*g.shape[:2], math.prod(S), g.shape[-1]), None, None
+
+# %% ../nbs/06_fast.ipynb #a8c11043
 def _skew(r: Tensor, # [..., T^n, C^n] scores of queries against a grid of offsets
           T, C, L, base) -> Tensor: # [..., *T, *L]
     "Move each score to its key: out[..., b, a] = r[..., b, a - b + base], a strided view of `r`."
@@ -105,7 +143,7 @@ def _unskew(da: Tensor, # [B, H, t, *T, *L] gradients at the keys
                         da.storage_offset())
     return out.reshape(*out.shape[:-2 * n], math.prod(T), math.prod(C))
 
-# %% ../nbs/06_fast.ipynb #6e247878
+# %% ../nbs/06_fast.ipynb #9de17c45
 def _raw_scores(qu, qv, kb, e, geom) -> Tensor: # [B, H, t, T^n, L^n]
     "Content plus skewed positional scores of a chunk, already scaled by 1/sqrt(d_H)."
     T, C, L, base = geom
@@ -160,7 +198,7 @@ class _Chunk(torch.autograd.Function):
                 de = torch.einsum('bhtqd,bhtqc->htdc', qv, dr)
         return dqu, dqv, dkb, dvb, de, dg, None, None
 
-# %% ../nbs/06_fast.ipynb #6266e082
+# %% ../nbs/06_fast.ipynb #7a75198a
 def _window_geometry(S, span_size, plan: FastPlan, device):
     "Offsets [*T, *L, n] from tile queries to halo keys (every tile), and validity [tiles, T^n, L^n] or None."
     n = len(S)
@@ -202,8 +240,8 @@ def _padded_rows(S, plan: FastPlan, device) -> Tensor: # bool [tiles, T^n]
         out = out | r.view(shape)
     return out.expand(*plan.tiles, *plan.tile).reshape(math.prod(plan.tiles), -1)
 
-# %% ../nbs/06_fast.ipynb #72f726c4
-BUDGET = 2 ** 24  # scores per chunk (batch x heads x queries x keys)
+# %% ../nbs/06_fast.ipynb #4989fccf
+BUDGET = 2 ** 23  # scores per chunk (batch x heads x queries x keys)
 
 def _check(q, k, v, u, v_bias, structure_size, span_size):
     S, W = list(structure_size), list(span_size)
@@ -228,7 +266,7 @@ def _window_chunks(k, v, S, W, plan, nq, encode, gaussian, step):
     if encode is not None: e = encode(relative_offsets(C, dev)).reshape(-1, H, d).permute(1, 2, 0)[:, None]
     offsets, valid = _window_geometry(S, W, plan, dev)
     g = gaussian(offsets).reshape(nq, -1) if gaussian is not None else None  # [T^n, L^n], every tile
-    kbs, vbs = _key_halos(k, S, plan).split(step, 2), _key_halos(v, S, plan).split(step, 2)
+    kbs, vbs = _Halos.apply(k, S, plan).split(step, 2), _Halos.apply(v, S, plan).split(step, 2)
     valids = valid.split(step) if valid is not None else [None] * len(kbs)
     return [(kb, vb, e, g, m, (plan.tile, C, plan.halo, base)) for kb, vb, m in zip(kbs, vbs, valids)]
 
