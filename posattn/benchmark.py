@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 from .attention import merge_heads
+from .data import atomic_write_text
 from .block import VERSIONS, PositionalSelfAttention
 from .encoding import relative_size
 from .span import span_size as _span_size
@@ -209,17 +210,6 @@ def machine_info() -> dict:
                 python=platform.python_version(), cuda=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
                 load_1min=os.getloadavg()[0], date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'))
 
-def _write_json(obj, path: Path):
-    "Write `obj` to `path` atomically: a temporary file in the same folder, then os.replace."
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'w') as f: json.dump(obj, f, indent=1)
-        umask = os.umask(0); os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; give it the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp); raise
 
 def _same_case(result: dict, case: dict) -> bool:
     "Whether `result` measured `case` (keyword arguments of `measure`), comparing the real SpanSize."
@@ -240,5 +230,5 @@ def run_cases(cases: list[dict], # keyword arguments of `measure`, one dict per 
     for case in tqdm(cases, desc='cases'):
         done = [r for r in old['cases'] if r['status'] == 'ok' and _same_case(r, case)]
         results.append(done[0] if done else measure(**case))
-        _write_json(dict(machine=machine, cases=results), path)
+        atomic_write_text(json.dumps(dict(machine=machine, cases=results), indent=1), path)
     return results

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 import posattn
 from .classifier import TREATMENTS, check_treatment, make_classifier
-from .data import DATASETS, atomic_save, load_data, project_root
+from .data import DATASETS, atomic_save, atomic_write_text, load_data, project_root
 from .train import best, check_wandb, train, wandb_logger, WANDB_MODES
 
 # %% ../nbs/11_experiment.ipynb #22bb06d4
@@ -173,7 +173,7 @@ def _result(cfg, history, model, S, device, wall) -> dict:
                 dataset_note=dataset_note(cfg), finished=True)
 
 def _save_json(obj, path):
-    atomic_save(obj, path, save=lambda o, f: f.write(json.dumps(o, indent=1).encode()))
+    atomic_write_text(json.dumps(obj, indent=1), path)
 
 # %% ../nbs/11_experiment.ipynb #cbc7f33f
 def run(treatment: str = 'span_2d', # a key of TREATMENTS

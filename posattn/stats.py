@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _st
 from pathlib import Path
+from .data import atomic_write_text
 
 # %% ../nbs/12_stats.ipynb #9fbfc09e
 PAPER_N = 5 # runs per treatment in the paper (RandomStates 9188, 2755, 361, 1321, 833)
@@ -190,10 +191,6 @@ def to_markdown(rows: Sequence[dict], columns: Sequence[str] | None = None) -> s
     lines = ['| ' + ' | '.join(cols) + ' |', '|' + '---|' * len(cols)]
     return '\n'.join(lines + ['| ' + ' | '.join(_cell(c, r.get(c, ''), True) for c in cols) + ' |' for r in rows]) + '\n'
 
-def _write_atomic(path: Path, text: str):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + '.tmp'); tmp.write_text(text); os.replace(tmp, path)
-
 def write_table(rows: Sequence[dict], stem: Path, # written as stem.md and stem.csv
                 title: str = '') -> tuple[Path, Path]:
     "Write `rows` as Markdown (with an optional title line) and CSV, each atomically."
@@ -201,5 +198,6 @@ def write_table(rows: Sequence[dict], stem: Path, # written as stem.md and stem.
     buf = io.StringIO(); w = csv.writer(buf, lineterminator='\n'); w.writerow(cols)
     w.writerows([[_cell(c, r[c], False) for c in cols] for r in rows])
     md, cs = stem.with_suffix('.md'), stem.with_suffix('.csv')
-    _write_atomic(md, (f'{title}\n\n' if title else '') + to_markdown(rows, cols)); _write_atomic(cs, buf.getvalue())
+    atomic_write_text((f'{title}\n\n' if title else '') + to_markdown(rows, cols), md)
+    atomic_write_text(buf.getvalue(), cs)
     return md, cs
