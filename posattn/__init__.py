@@ -9,7 +9,7 @@ Docs: https://posattn.github.io/posattn/api.html.md"""
 __all__ = []
 
 # %% ../nbs/99_api.ipynb #64328cb8
-from .block import PositionalSelfAttention, VERSIONS
-from .attention import MultiHeadSelfAttention
-from .encoding import SirenEncoding, BaselineEncoding
-from .span import DifferentiableSpan
+from .layers.block import PositionalSelfAttention, VERSIONS
+from .core.attention import MultiHeadSelfAttention
+from .encodings.siren import SirenEncoding, BaselineEncoding
+from .core.span import DifferentiableSpan
