@@ -11,7 +11,7 @@ JOBS ?= 2
 SWEEP_ARGS ?=
 OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
 
-.PHONY: setup demo test export readme check-sync reproduce bench
+.PHONY: setup demo test export readme check-sync reproduce bench slurm-up slurm-down
 
 setup: $(STAMP)
 
@@ -73,3 +73,12 @@ bench: $(STAMP)
 	@mkdir -p results/bench/notebooks
 	$(BIN)/papermill --cwd nbs nbs/bench_versions.ipynb results/bench/notebooks/bench_versions.ipynb
 	$(BIN)/papermill --cwd nbs nbs/bench_fast.ipynb results/bench/notebooks/bench_fast.ipynb
+
+# A one-node SLURM cluster on this machine (root; no systemd needed): Debian's slurm, munge, slurmdbd and MariaDB,
+# configured for localhost with one partition `debug`; state, config and logs in /var/lib/posattn-slurm.
+slurm-up:
+	bash scripts/slurm/install.sh
+	bash scripts/slurm/up.sh
+
+slurm-down:
+	bash scripts/slurm/down.sh
