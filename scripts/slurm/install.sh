@@ -10,7 +10,7 @@ for b in "${need[@]}"; do
   command -v "$b" >/dev/null 2>&1 || [ -x "/usr/sbin/$b" ] || missing+=("$b")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "slurm install: already installed ($(sinfo --version 2>/dev/null || echo slurm))"
+  echo "slurm install: already installed (slurmctld $(dpkg-query -W -f '${Version}' slurmctld 2>/dev/null))"
   exit 0
 fi
 echo "slurm install: missing ${missing[*]}; installing Debian's packages"
@@ -30,4 +30,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 $SUDO apt-get install -y -qq --no-install-recommends \
   slurmctld slurmd slurm-client slurmdbd munge mariadb-server mariadb-client >/dev/null
-echo "slurm install: done ($(sinfo --version))"
+echo "slurm install: done (slurmctld $(dpkg-query -W -f '${Version}' slurmctld))"
