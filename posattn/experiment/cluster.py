@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/experiment.cluster.html.md"""
 __all__ = ['KINDS', 'SLURM_ONLY', 'COMMON', 'STATES', 'append_jsonl', 'read_jsonl', 'attempts', 'log_tail', 'RunFailed',
            'RunTask', 'parse_time', 'make_executor', 'submit', 'RunStatus', 'sacct_states', 'status', 'status_table']
 
-# %% ../../nbs/45_experiment.cluster.ipynb #3f1d2743
+# %% ../../nbs/45_experiment.cluster.ipynb #a04c7623
 import json, math, os, re, shutil, signal, socket, subprocess, sys, threading, time, warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import cloudpickle, submitit # cloudpickle: submitit's own dependency
 from submitit.helpers import Checkpointable, DelayedSubmission
 
-# %% ../../nbs/45_experiment.cluster.ipynb #87c62ffa
+# %% ../../nbs/45_experiment.cluster.ipynb #eb6a33e6
 def append_jsonl(path: str | Path, # a JSON-lines file, created with its folder when missing
                  record: dict) -> None:
     "Append one JSON line with a single `write` on an O_APPEND descriptor: concurrent writers never interleave."
@@ -47,7 +47,7 @@ def attempts(path: str | Path # a run's state file
                      end=r.get('status'), end_time=r.get('time'))
     return [out[k] for k in sorted(out, key=lambda k: (k is None, k or 0))]
 
-# %% ../../nbs/45_experiment.cluster.ipynb #2643b66c
+# %% ../../nbs/45_experiment.cluster.ipynb #50a63483
 def log_tail(path: str | Path, # a log file
              n: int = 20 # how many lines
             ) -> str:
@@ -58,7 +58,7 @@ def log_tail(path: str | Path, # a log file
     except FileNotFoundError: return ''
     return '\n'.join(data.decode(errors='replace').splitlines()[-n:])
 
-# %% ../../nbs/45_experiment.cluster.ipynb #5b5c5534
+# %% ../../nbs/45_experiment.cluster.ipynb #aa406e39
 _SLURM_VARS = ('SLURM_JOB_ID', 'SLURM_ARRAY_JOB_ID', 'SLURM_ARRAY_TASK_ID', 'SLURM_RESTART_COUNT')
 _RUNTIME = ('_proc', '_attempt', '_ended', '_lock', '_t0') # one attempt's state: never pickled
 
@@ -102,7 +102,7 @@ class RunTask(Checkpointable):
     def __repr__(self) -> str: return f'RunTask({self.name!r})'
     def __call__(self) -> dict: return self.run_once() # what submitit calls: one attempt (`run_once`, below)
 
-# %% ../../nbs/45_experiment.cluster.ipynb #238e6e91
+# %% ../../nbs/45_experiment.cluster.ipynb #4eab75a4
 def _method(name: str | None = None):
     "Decorator: make the function a method of RunTask (under `name`, default its own name)."
     def deco(f): setattr(RunTask, name or f.__name__, f); return f
@@ -179,7 +179,7 @@ def _acquire_slot(self):
 def _release_slot(self):
     if self._lock is not None: self._lock.close(); self._lock = None
 
-# %% ../../nbs/45_experiment.cluster.ipynb #d4617eaf
+# %% ../../nbs/45_experiment.cluster.ipynb #1ff65348
 def _environment(extra: dict) -> dict:
     env = dict(os.environ)
     for k, v in extra.items():
@@ -236,7 +236,7 @@ def _checkpoint(self, *args, **kwargs) -> DelayedSubmission:
     if self._attempt is not None: self._record_end('requeued')
     return Checkpointable.checkpoint(self, *args, **kwargs)
 
-# %% ../../nbs/45_experiment.cluster.ipynb #edde3b09
+# %% ../../nbs/45_experiment.cluster.ipynb #b5df74a9
 _TIME_FORMS = "minutes (90 or '90') or 'HH:MM:SS' ('48:00:00') or 'D-HH:MM:SS' ('2-00:00:00')"
 
 def parse_time(time: int | float | str # minutes, 'HH:MM:SS' or 'D-HH:MM:SS'
@@ -253,7 +253,7 @@ def parse_time(time: int | float | str # minutes, 'HH:MM:SS' or 'D-HH:MM:SS'
         raise ValueError(f"time={time!r} is not a time limit > 0; accepted: {_TIME_FORMS}")
     return s
 
-# %% ../../nbs/45_experiment.cluster.ipynb #8acae326
+# %% ../../nbs/45_experiment.cluster.ipynb #0539ede1
 KINDS = ('local', 'slurm')
 SLURM_ONLY = ('partition', 'gpus_per_run', 'cpus_per_run', 'mem_gb') # options that mean something only on SLURM
 COMMON = ('time', 'array_parallelism', 'signal_delay_s', 'max_timeouts') # options of both kinds
@@ -309,7 +309,7 @@ def make_executor(kind: str, # 'local' (processes on this machine) or 'slurm' (o
     ex.posattn = dict(kind=kind, parallelism=o.get('array_parallelism')) # what `submit` needs to know
     return ex
 
-# %% ../../nbs/45_experiment.cluster.ipynb #45f39807
+# %% ../../nbs/45_experiment.cluster.ipynb #8b7dd221
 def _manifest(folder: str | Path) -> Path: return Path(folder) / 'runs.jsonl'
 
 def submit(tasks: Sequence[RunTask], # the runs, with distinct names
@@ -339,7 +339,7 @@ def submit(tasks: Sequence[RunTask], # the runs, with distinct names
           f"  submitit's logs and pickles: {folder}\n  status: status({str(folder)!r})")
     return jobs
 
-# %% ../../nbs/45_experiment.cluster.ipynb #b125fa44
+# %% ../../nbs/45_experiment.cluster.ipynb #84f54682
 STATES = ('pending', 'running', 'done', 'failed')
 _SLURM_PENDING = {'PENDING', 'REQUEUED', 'REQUEUE_HOLD', 'REQUEUE_FED', 'SUSPENDED', 'RESIZING', 'PREEMPTED'}
 _SLURM_RUNNING = {'RUNNING', 'COMPLETING', 'CONFIGURING', 'STAGE_OUT', 'SIGNALING'}
@@ -375,9 +375,11 @@ def sacct_states(job_ids: Sequence[str] # SLURM job ids, '12' or '12_3'
         elif jid: states[jid] = st
     return states
 
-def _alive(pid) -> bool:
-    try: os.kill(int(pid), 0); return True
+def _alive(pid) -> bool: # a live process of this machine (a zombie is not)
+    try: os.kill(int(pid), 0)
     except (OSError, TypeError, ValueError): return False
+    try: return Path(f'/proc/{int(pid)}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError: return True
 
 def _run_status(m: dict, sched: str | None) -> RunStatus:
     "One run's state from its manifest line `m` and SLURM's state (see the rules above)."
@@ -394,8 +396,9 @@ def _run_status(m: dict, sched: str | None) -> RunStatus:
     elif last and last.get('end') is None:
         if last.get('host') != socket.gethostname() or _alive(last.get('pid')): r.state = 'running'
         else: r.state, r.note = 'failed', f"attempt {last.get('attempt')} ended without a status (killed?)"
-    elif m.get('kind') == 'local' and not last and m.get('host') == socket.gethostname() and not _alive(m.get('job_id')):
-        r.state, r.note = 'failed', f"its local executor process {m.get('job_id')} is gone"
+    elif m.get('kind') == 'local' and m.get('host') == socket.gethostname() and not _alive(m.get('job_id')):
+        r.state, r.note = 'failed', f"its local executor process {m.get('job_id')} is gone" + (
+            f" (attempt {last['attempt']} {last['end']})" if last.get('end') else '')
     if r.state == 'failed': r.tail = log_tail(m['log'])
     return r
 
