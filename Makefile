@@ -51,9 +51,13 @@ export: $(STAMP)
 	$(BIN)/nbdev-export && $(BIN)/nbdev-clean && $(MAKE) --no-print-directory readme
 
 # README.md is nbs/index.ipynb executed (its tables are read from results/), with the input of `remove_input` cells hidden.
+# Links and images in index.ipynb are relative to nbs/ (`../figures/x.png`, as JupyterLab resolves them); README.md
+# lives at the root, so their leading `../` is dropped there.
 readme: $(STAMP)
 	$(BIN)/jupyter nbconvert --log-level WARN --execute --to markdown \
 	  --TagRemovePreprocessor.remove_input_tags='["remove_input"]' nbs/index.ipynb --output-dir . --output README
+	@sed -i -E 's#(\]\(|src=")\.\./#\1#g' README.md
+
 
 # `make reproduce PROFILE=cpu [JOBS=2] [SWEEP_ARGS=...]`: run the profile's missing treatment x RandomState runs through
 # the sweep, then rebuild Tables 5-7 and Figures 5-7 with nbs/reproduce.ipynb. For the cpu profile the offline CIFAR-10
