@@ -20,6 +20,12 @@ $(STAMP):
 	@test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.14.1 torchvision==0.29.1 2>&1 | { grep -v '^WARNING: Location' || true; }
 	$(BIN)/pip install --quiet -e ".[dev]" 2>&1 | { grep -v '^WARNING: Location' || true; }
+	@# The venv's kernel spec is displayed as `python3`: nbdev-clean writes display_name = name into every notebook,
+	@# and JupyterLab writes the kernel spec's display name, so the two agree and notebooks open unmodified.
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name python3
+	@# Jupyter applications (JupyterLab, nbconvert) start kernels with CurveZMQ keys instead of plain-text TCP.
+	@mkdir -p $(VENV)/etc/jupyter && echo '{"KernelManager": {"transport_encryption": "auto"}}' \
+	  > $(VENV)/etc/jupyter/jupyter_config.json
 	@rm -f $(VENV)/.installed-*; touch $@
 
 # The main job on the embedded default data: the span_2d_threshold treatment on scikit-learn's digits (8x8), through
