@@ -10,8 +10,11 @@ JOBS ?= 2
 # extra sweep options, e.g. SWEEP_ARGS="--treatments span_2d siren_2d --seeds 9188 2755 -p data_root=PATH"
 SWEEP_ARGS ?=
 OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
+# The notebooks `make lab-check` opens and runs in a real browser (paths under nbs/).
+LAB_NOTEBOOKS ?= index.ipynb 07_block.ipynb
+LAB_PORT ?= 8888
 
-.PHONY: setup demo test export readme check-sync reproduce bench
+.PHONY: setup demo test export readme check-sync reproduce bench lab browser lab-check
 
 setup: $(STAMP)
 
@@ -64,7 +67,6 @@ readme: $(STAMP)
 	  --TagRemovePreprocessor.remove_input_tags='["remove_input"]' nbs/index.ipynb --output-dir . --output README
 	@sed -i -E 's#(\]\(|src=")\.\./#\1#g' README.md
 
-
 # `make reproduce PROFILE=cpu [JOBS=2] [SWEEP_ARGS=...]`: run the profile's missing treatment x RandomState runs through
 # the sweep, then rebuild Tables 5-7 and Figures 5-7 with nbs/reproduce.ipynb. For the cpu profile the offline CIFAR-10
 # copy is extracted into data/ first when it is there and not yet extracted. Failed runs are listed with their logs;
@@ -83,3 +85,25 @@ bench: $(STAMP)
 	@mkdir -p results/bench/notebooks
 	$(BIN)/papermill --cwd nbs nbs/bench_versions.ipynb results/bench/notebooks/bench_versions.ipynb
 	$(BIN)/papermill --cwd nbs nbs/bench_fast.ipynb results/bench/notebooks/bench_fast.ipynb
+
+# Open the notebooks in JupyterLab, from the project's venv, on this machine only (127.0.0.1). The server's root is the
+# repository (so the notebooks' ../figures and ../results links work); the file browser opens at nbs/. Notebooks are
+# cleaned as they are saved (nbdev's pre-save hook, `jupyter_hooks` in pyproject.toml), so a save passes `make test`'s
+# sync check. As root (a container) JupyterLab needs --allow-root.
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=. \
+	  --LabApp.default_url=/lab/tree/nbs --ContentsManager.pre_save_hook=nbdev.clean.clean_jupyter \
+	  $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# Debian's headless Chromium and its WebDriver, for `make lab-check` (installed once, with apt-get, when missing).
+browser:
+	@if ! command -v chromium >/dev/null || [ ! -x /usr/bin/chromedriver ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "make browser: chromium and chromium-driver are missing: sudo apt-get install chromium chromium-driver"; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
+	@chromium --version 2>/dev/null; /usr/bin/chromedriver --version
+
+# A real browser: run LAB_NOTEBOOKS through JupyterLab's UI in headless Chromium; fail on error outputs, broken images or
+# kernel dialogs; save a full-page screenshot of each under figures/lab/. The notebooks are not saved.
+lab-check: $(STAMP) browser
+	$(BIN)/python scripts/lab_check.py --venv $(VENV) --out figures/lab $(LAB_NOTEBOOKS)
