@@ -163,14 +163,14 @@ def _data_root(cfg: dict) -> str | None:
 
 def identity(cfg: dict) -> dict:
     "The settings of `cfg` that can change a run's numbers, data_root resolved, values as JSON stores them."
+    cfg = {**TREATMENTS.get(cfg.get('treatment'), {}), **cfg}  # files older than the treatment options: the table's row
     out = {k: json.loads(json.dumps(v)) for k, v in cfg.items() if k not in NOT_IDENTITY}
     if 'data_root' in cfg or 'dataset' in cfg: out['data_root'] = _data_root(cfg)
     return out
 
 def record_config(record: dict) -> dict:
-    "The configuration a stored result or checkpoint was made with, completed for files older than a setting."
+    "The configuration a stored result or checkpoint was made with; the device type from the device it records if absent."
     cfg = dict(record.get('config') or {})
-    for k, v in TREATMENTS.get(cfg.get('treatment'), {}).items(): cfg.setdefault(k, v)
     if 'device_type' not in cfg and isinstance(record.get('device'), str):
         cfg['device_type'] = torch.device(record['device']).type
     return cfg
