@@ -12,7 +12,7 @@ __all__ = ['TREATMENTS', 'SEEDS', 'PROFILES', 'OFFLINE_CIFAR', 'NOT_IDENTITY', '
            'clean_tmp']
 
 # %% ../../nbs/40_experiment.runs.ipynb #cc202dbb
-import fcntl, glob, json, os, socket, sys, tempfile, time
+import fcntl, glob, json, os, socket, sys, tempfile, textwrap, time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -201,11 +201,15 @@ def mismatch_message(found: dict, # what was found (a file, or a run's name) -> 
         groups = {}
         for label, diff in found.items(): groups.setdefault(_diff_text(diff), []).append(str(label))
         lines = [f"{len(found)} {what}s were made with another configuration than the one requested "
-                 f"(setting stored -> requested):"] + [f"  {text}: {', '.join(labels)}" for text, labels in groups.items()]
+                 f"(setting stored -> requested):"]
+        lines += [textwrap.fill(f"  {text}: {', '.join(labels)}", 116, subsequent_indent='      ',
+                                break_on_hyphens=False, break_long_words=False)
+                  for text, labels in groups.items()]
     if note: lines.append(note)
     settable = set(PROFILES['paper'])
     stored = {k: old for k, (old, _) in next(iter(found.values())).items() if k in settable and old is not NOT_RECORDED}
-    reuse = f"ask for the stored settings to reuse it ({', '.join(f'{k}={v!r}' for k, v in stored.items())}); or " if stored else ''
+    it = 'it' if len(found) == 1 else 'them'
+    reuse = f"ask for the stored settings to reuse {it} ({', '.join(f'{k}={v!r}' for k, v in stored.items())}); or " if stored else ''
     lines.append(f"To go on: {reuse}recompute with force=True (papermill: -p force True; sweep: -p force=true); "
                  f"or write to another results_dir.")
     return '\n'.join(lines)
