@@ -29,6 +29,7 @@ def resolve_device(device: str) -> torch.device:
     "'auto' is CUDA when available, else the CPU; anything else as torch reads it."
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else torch.device(device)
 
+# %% ../../nbs/43_experiment.runner.ipynb #f1a57ca4
 def _check_int(name, value, low=1, none=True):
     if value is None and none: return
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -37,18 +38,6 @@ def _check_int(name, value, low=1, none=True):
 def _check_number(name, value, low=0., high=math.inf):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise ValueError(f"{name}={value!r} must be a number in [{low}, {high}]")
-
-def _resolve_dataset(cfg: dict) -> dict:
-    if cfg['dataset'] is None:
-        offline = project_root() / OFFLINE_CIFAR
-        if cfg['data_root'] is None and offline.is_dir(): cfg['data_root'] = OFFLINE_CIFAR
-        cfg['dataset'] = 'imagefolder' if cfg['data_root'] is not None else 'cifar10'
-    if cfg['dataset'] not in DATASETS: raise ValueError(f"dataset={cfg['dataset']!r} is not one of {DATASETS}")
-    if cfg['data_root'] is not None: cfg['data_root'] = str(cfg['data_root'])
-    if cfg['dataset'] == 'digits' and cfg['data_root'] is not None:
-        raise ValueError(f"data_root={cfg['data_root']!r} is not read by dataset='digits' (the digits ship with "
-                         f"scikit-learn): drop it, or ask for dataset='imagefolder' or 'cifar10'")
-    return cfg
 
 def _check_values(cfg: dict):
     if cfg['version'] not in VERSIONS: raise ValueError(f"version={cfg['version']!r} is not one of {tuple(VERSIONS)}")
@@ -65,6 +54,19 @@ def _check_values(cfg: dict):
     if cfg['device'] != 'auto':
         try: torch.device(cfg['device'])
         except Exception: raise ValueError(f"device={cfg['device']!r} must be 'auto', 'cpu', 'cuda' or 'cuda:N'") from None
+
+# %% ../../nbs/43_experiment.runner.ipynb #dc4f0293
+def _resolve_dataset(cfg: dict) -> dict:
+    if cfg['dataset'] is None:
+        offline = project_root() / OFFLINE_CIFAR
+        if cfg['data_root'] is None and offline.is_dir(): cfg['data_root'] = OFFLINE_CIFAR
+        cfg['dataset'] = 'imagefolder' if cfg['data_root'] is not None else 'cifar10'
+    if cfg['dataset'] not in DATASETS: raise ValueError(f"dataset={cfg['dataset']!r} is not one of {DATASETS}")
+    if cfg['data_root'] is not None: cfg['data_root'] = str(cfg['data_root'])
+    if cfg['dataset'] == 'digits' and cfg['data_root'] is not None:
+        raise ValueError(f"data_root={cfg['data_root']!r} is not read by dataset='digits' (the digits ship with "
+                         f"scikit-learn): drop it, or ask for dataset='imagefolder' or 'cifar10'")
+    return cfg
 
 def resolve_config(treatment: str = 'span_2d', # a key of TREATMENTS
                    seed: int = 9188, # the RandomState
@@ -262,6 +264,7 @@ def plot_run(result: dict, paths: dict) -> list[Path]:
     if result['spans'][0]['sigma'] is not None: out.append(_plot_spans(result, paths['spans'], name))
     return out
 
+# %% ../../nbs/43_experiment.runner.ipynb #db7d67ac
 def _plot_spans(result: dict, path: Path, name: str) -> Path:
     import matplotlib.pyplot as plt
     spans, S = result['spans'], result['structure_size']

@@ -84,6 +84,7 @@ def _state(r: Run) -> tuple[str, dict]:
         r.note = 'resumes from its checkpoint'
     return 'todo', {}
 
+# %% ../../nbs/46_experiment.sweep.ipynb #9abd008d
 def plan(profile: str, # one of PROFILES
          treatments: Sequence[str] = TREATMENTS, seeds: Sequence[int] = SEEDS,
          results_dir: Path | None = None, # in place of <root>/results
@@ -208,6 +209,7 @@ def _stop(futures: dict, recorded: set, report: SweepReport):
         elif f.exception() is None and f.result()[0] in ('done', 'skipped'): _record(report, r, *f.result())
         else: report.interrupted.append(r)
 
+# %% ../../nbs/46_experiment.sweep.ipynb #053bf998
 def _launch(todo: list[Run], report: SweepReport, notebook: Path, params: dict, profile: str, threads: int,
             jobs: int, progress: bool) -> SweepReport:
     "Execute `todo` with `jobs` workers; on Ctrl-C, SweepInterrupted with the report so far."
@@ -226,6 +228,7 @@ def _launch(todo: list[Run], report: SweepReport, notebook: Path, params: dict, 
             raise SweepInterrupted(report) from None
     return report
 
+# %% ../../nbs/46_experiment.sweep.ipynb #5e503128
 def sweep(profile: str = 'cpu', # one of PROFILES
           treatments: Sequence[str] | None = None, # default: all of TREATMENTS
           seeds: Sequence[int] | None = None, # default: the paper's SEEDS
