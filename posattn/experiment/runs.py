@@ -220,7 +220,9 @@ def say(line: str):
     print(line, file=sys.stderr, flush=True)
     err = sys.stderr
     if type(err).__module__.startswith('ipykernel'):
-        try: os.write(err.fileno(), (line + '\n').encode())  # ipykernel's fileno() is its copy of the console
+        try:
+            fd = err.fileno()  # ipykernel's fileno() is its copy of the console
+            os.write(fd, (('\r\x1b[K' if os.isatty(fd) else '') + line + '\n').encode())  # over papermill's bar
         except (OSError, ValueError): pass  # a kernel that does not watch its file descriptors has no console copy
 
 # %% ../../nbs/40_experiment.runs.ipynb #c27eeb0e
