@@ -16,7 +16,7 @@ from torch import nn, Tensor
 from ..core.attention import MultiHeadSelfAttention
 from ..encodings.siren import make_encoding
 from ..core.geometry import relative_size
-from ..core.span import DifferentiableSpan, _check_span_args
+from ..core.span import DifferentiableSpan, check_span_args
 from .version1 import attend_v1
 from .versions import attend_v2, attend_v3
 from .fast import attend_fast
@@ -45,7 +45,7 @@ class PositionalSelfAttention(MultiHeadSelfAttention):
                  version: str = DEFAULT_VERSION): # implementation, a key of VERSIONS
         _choice('span', span, SPANS)
         _choice('version', version, VERSIONS)
-        _check_span_args(threshold, init_sigma)
+        check_span_args(threshold, init_sigma)
         if not (isinstance(dims, int) and dims >= 1): raise ValueError(f"dims={dims!r} must be a positive integer")
         if threshold > 0 and span == 'off':
             raise ValueError(f"threshold={threshold} needs span='gaussian': the window is cut from the Gaussian")
