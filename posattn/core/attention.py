@@ -28,12 +28,12 @@ def merge_heads(x: Tensor # [B, H, N, d_H]
     return x.transpose(1, 2).reshape(B, N, H * d_head)
 
 # %% ../../nbs/00_core.attention.ipynb #576d1e74
-def multi_head_attention(q: Tensor, k: Tensor, v: Tensor, # each [B, N, d]
+def multi_head_attention(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values, each [B, N, d]
                          heads: int) -> Tensor: # [B, N, d]
     "Algorithm 2: scaled dot-product attention of every head, heads concatenated."
-    q, k, v = (split_heads(t, heads) for t in (q, k, v))
+    q, k, value = (split_heads(t, heads) for t in (q, k, value))
     a = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, N, N]
-    return merge_heads(a.softmax(-1) @ v)
+    return merge_heads(a.softmax(-1) @ value)
 
 # %% ../../nbs/00_core.attention.ipynb #77f7846a
 def _check_heads(d, heads) -> tuple[int, int]:

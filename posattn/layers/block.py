@@ -26,7 +26,7 @@ VERSIONS = {'v1': attend_v1, 'v2': attend_v2, 'v3': attend_v3, 'fast': attend_fa
 DEFAULT_VERSION = 'fast'  # what the block and the experiments use unless told otherwise
 SPANS = ('off', 'gaussian')
 
-# %% ../../nbs/23_layers.block.ipynb #d4abdb32
+# %% ../../nbs/23_layers.block.ipynb #7490e829
 def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version):
     "The block's own constructor arguments, checked before anything is built."
     check_span_args(threshold, init_sigma)
@@ -38,7 +38,7 @@ def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hid
     if threshold > 0 and span == 'off':
         raise ValueError(f"threshold={threshold} needs span='gaussian': the window is cut from the Gaussian")
 
-# %% ../../nbs/23_layers.block.ipynb #c169c5c3
+# %% ../../nbs/23_layers.block.ipynb #d12590d2
 def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtype, device) -> tuple[int, ...]:
     "StructureSize of the input `x` [B, N, d] as ints, or a ValueError naming what does not fit the block."
     if not isinstance(x, Tensor) or x.dim() != 3:
@@ -53,8 +53,21 @@ def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtyp
         raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
     return S
 
-# %% ../../nbs/23_layers.block.ipynb #d46d4277
-class PositionalSelfAttention(MultiHeadSelfAttention):
+# %% ../../nbs/23_layers.block.ipynb #054e8f96
+class _VersionSwitch:
+    "A `version` attribute that only takes keys of VERSIONS, checked when it is set."
+    __slots__ = ()  # a mixin: the attribute lives in the module's own __dict__
+    @property
+    def version(self) -> str:
+        "The implementation in use, a key of VERSIONS; set it to switch (every version uses the same parameters)."
+        return self._version
+    @version.setter
+    def version(self, name: str):
+        check_choice('version', name, VERSIONS)
+        self._version = name
+
+# %% ../../nbs/23_layers.block.ipynb #62b5d67b
+class PositionalSelfAttention(_VersionSwitch, MultiHeadSelfAttention):
     "Figure 4: multi-head self-attention with relative positional encoding and differentiable span."
     def __init__(self, d: int = 64, # features
                  heads: int = 8, # H
@@ -84,13 +97,6 @@ class PositionalSelfAttention(MultiHeadSelfAttention):
         self.v = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head))) if self.encoding else None
         self.span = DifferentiableSpan(self.dims, init_sigma, threshold) if span == 'gaussian' else None
         self.version = version
-
-    @property
-    def version(self) -> str: return self._version
-    @version.setter
-    def version(self, name: str):
-        check_choice('version', name, VERSIONS)
-        self._version = name
 
     def span_size(self, structure_size: Sequence[int]) -> tuple[int, ...]:
         "The current SpanSize for `structure_size` (RelativeSize without a span or threshold)."

@@ -42,7 +42,7 @@ def _plan_cost(p: FastPlan) -> int:
     tiles, keys = math.prod(p.tiles), math.prod(p.halo)
     return tiles * (math.prod(p.tile) * keys + _COPY * keys + _PER_TILE)
 
-# %% ../../nbs/22_layers.fast.ipynb #f04142f1
+# %% ../../nbs/22_layers.fast.ipynb #93976ea5
 def fast_plan(structure_size: Sequence[int], span_size: Sequence[int]) -> FastPlan:
     "The tiling `attend_fast` uses for `structure_size` under the window `span_size`: the cheapest tile."
     S, n = tuple(structure_size), len(structure_size)
@@ -158,7 +158,7 @@ def _raw_scores(qu, qv, keys, e, geom) -> Tensor: # [B, H, t, T^n, L^n]
         a.view(B, H, t, *T, *L).add_(_skew(r, T, C, L, base))
     return a
 
-# %% ../../nbs/22_layers.fast.ipynb #6e2916b8
+# %% ../../nbs/22_layers.fast.ipynb #432ddaea
 def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom) -> tuple[Tensor, Tensor]: # weights [B, H, t, T^n, L^n], out
     "Attention of a chunk: raw scores, Gaussian, mask, softmax in place, weighted sum of the values in each window."
     a = _raw_scores(qu, qv, keys, e, geom)
@@ -178,7 +178,7 @@ def _plain_chunk(qu, qv, keys, vals, e, g, valid, geom) -> Tensor:
     if valid is not None: a = a.masked_fill(~valid, float('-inf'))
     return a.softmax(-1) @ (vals[:, :, None] if keys.dim() == 4 else vals)
 
-# %% ../../nbs/22_layers.fast.ipynb #6f371139
+# %% ../../nbs/22_layers.fast.ipynb #36f9b805
 def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool):
     "Gradients of `_chunk_forward` for (qu, qv, keys, vals, e, g) from the softmax weights `p` and the output."
     T, C, L, base = geom
@@ -205,7 +205,7 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool)
             de = torch.einsum('bhtqd,bhtqc->htdc', qv, dr)
     return dqu, dqv, dkeys, dvals, de, dg
 
-# %% ../../nbs/22_layers.fast.ipynb #a0004919
+# %% ../../nbs/22_layers.fast.ipynb #7f9c3b10
 class _Chunk(torch.autograd.Function):
     "Attention of a run of tiles; the backward keeps only the softmax weights."
     @staticmethod
@@ -240,7 +240,7 @@ def _window_geometry(S, span_size, plan: FastPlan, device):
     valid = valid.expand(*plan.tiles, *plan.tile, *plan.halo).reshape(math.prod(plan.tiles), math.prod(plan.tile), -1)
     return offsets, (None if valid.all() else valid)
 
-# %% ../../nbs/22_layers.fast.ipynb #b8e8041e
+# %% ../../nbs/22_layers.fast.ipynb #cb89f315
 def _tile_grids(x: Tensor, # a relative grid [*R, *features]
                 S, plan: FastPlan) -> Tensor: # [tiles, *features, M^n]
     "For each tile of queries, the M = S + T - 1 offsets per dimension it meets, cut from the relative grid `x`."
@@ -263,7 +263,7 @@ def _padded_rows(S, plan: FastPlan, device) -> Tensor: # bool [tiles, T^n]
         out = out | r.view(shape)
     return out.expand(*plan.tiles, *plan.tile).reshape(math.prod(plan.tiles), -1)
 
-# %% ../../nbs/22_layers.fast.ipynb #3c992c19
+# %% ../../nbs/22_layers.fast.ipynb #d65d896c
 def _window_chunks(k, value, S, W, plan, nq, encode, gaussian, step):
     "Per-chunk arguments of `_Chunk` in window mode: halos, the window's encodings, the Gaussian, the masks."
     dev, (B, H, N, d) = k.device, k.shape
@@ -278,7 +278,7 @@ def _window_chunks(k, value, S, W, plan, nq, encode, gaussian, step):
     valids = valid.split(step) if valid is not None else [None] * len(kbs)
     return [(kb, vb, e, g, m, (plan.tile, C, plan.halo, base)) for kb, vb, m in zip(kbs, vbs, valids)]
 
-# %% ../../nbs/22_layers.fast.ipynb #69fbf60d
+# %% ../../nbs/22_layers.fast.ipynb #19c8701f
 def _dense_chunks(k, value, S, W, plan, nq, encode, gaussian, step):
     "Per-chunk arguments of `_Chunk` in dense mode: all keys, per-tile encodings, Gaussian and mask."
     dev, (B, H, N, d) = k.device, k.shape
