@@ -45,8 +45,8 @@ def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtyp
         raise ValueError(f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
     if x.shape[-1] != d: raise ValueError(f"x has {x.shape[-1]} features; this block expects d={d}")
     if x.dtype != dtype:
-        raise ValueError(f"x has dtype {x.dtype} but this block's parameters are {dtype}: convert x (x.to({dtype})) "
-                         f"or the block (block.to({x.dtype})) so that they match")
+        fix = f"x.to({dtype})" + (f" or block.to({x.dtype})" if x.is_floating_point() else "")
+        raise ValueError(f"x has dtype {x.dtype} but this block's parameters are {dtype}: convert with {fix}")
     if x.device != device: raise ValueError(f"x is on {x.device} but this block is on {device}: move one of them")
     S = check_structure_size(structure_size, dims)
     if math.prod(S) != x.shape[1]:

@@ -172,12 +172,6 @@ def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom) -> tuple[Tensor, Tenso
         return p, weighted_sum(p.view(B, H, t * nq, p.shape[-1]), vals, inside).view(B, H, t, nq, d)
     return p, weighted_sum(p, vals, valid)
 
-def _plain_chunk(qu, qv, keys, vals, e, g, valid, geom) -> Tensor:
-    "The same chunk with ordinary autograd operations: the reference for the hand-written backward."
-    a = _raw_scores(qu, qv, keys, e, geom) * g
-    if valid is not None: a = a.masked_fill(~valid, float('-inf'))
-    return a.softmax(-1) @ (vals[:, :, None] if keys.dim() == 4 else vals)
-
 # %% ../../nbs/22_layers.fast.ipynb #36f9b805
 def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool):
     "Gradients of `_chunk_forward` for (qu, qv, keys, vals, e, g) from the softmax weights `p` and the output."
