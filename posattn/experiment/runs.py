@@ -53,6 +53,10 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
     'siren_2d':          dict(pe='siren',    dims=2, span='off',      threshold=0.),
     'span_2d':           dict(pe='siren',    dims=2, span='gaussian', threshold=0.),
     'span_2d_threshold': dict(pe='siren',    dims=2, span='gaussian', threshold=0.1),
+    # beyond the paper: linear attention with a stochastic positional encoding (nbs/24_layers.linear.ipynb), gated
+    'spe_sine_1d':       dict(attention='linear', dims=1, spe='sine', gated=True),
+    'spe_conv_1d':       dict(attention='linear', dims=1, spe='conv', gated=True),
+    'spe_conv_2d':       dict(attention='linear', dims=2, spe='conv', gated=True),
     # beyond the paper: the generalised attention of nbs/25_layers.gam.ipynb, its relative branch in 1-D and 2-D
     'gam_1d':            dict(attention='gam', dims=1),
     'gam_2d':            dict(attention='gam', dims=2),

@@ -14,10 +14,13 @@ import torch
 from torch import nn, Tensor
 from ..core.geometry import relative_size
 from ..layers.block import PositionalSelfAttention
+from contextlib import nullcontext
+from ..encodings.spe import make_spe
+from ..layers.linear import LinearSelfAttention
 from ..layers.gam import GeneralizedAttention
 
 # %% ../../nbs/30_model.classifier.ipynb #9c1d85ef
-ATTENTIONS = {'positional': PositionalSelfAttention, 'gam': GeneralizedAttention}  # the attention of every block
+ATTENTIONS = {'positional': PositionalSelfAttention, 'linear': LinearSelfAttention, 'gam': GeneralizedAttention}  # the attention of every block
 
 class EncoderBlock(nn.Module):
     "A post-norm transformer encoder layer around a self-attention of `ATTENTIONS`."
@@ -58,6 +61,7 @@ class Classifier(nn.Module):
         if dims != len(self.structure_size):
             raise ValueError(f"structure_size={list(structure_size)} has {len(self.structure_size)} dimension(s) "
                              f"but the attention has dims={dims}")
+        self.spe = self._shared_spe(attention, d, options)
         self.embed = nn.Sequential(nn.Dropout(dropout), nn.Linear(channels, d))
         self.blocks = nn.ModuleList(EncoderBlock(d, ffn, dropout, attention, **options) for _ in range(blocks))
         self.head = nn.Sequential(nn.Linear(d, head_hidden), nn.LayerNorm(head_hidden), nn.ReLU(),
@@ -70,8 +74,19 @@ class Classifier(nn.Module):
         if tuple(x.shape[1:-1]) != S:
             raise ValueError(f"x has shape {tuple(x.shape)}; expected [B, {', '.join(map(str, S))}, C]")
         x = self.embed(x.flatten(1, -2))  # [B, N, d]
-        for block in self.blocks: x = block(x, S)
+        with self.spe.shared_draw() if self.spe is not None else nullcontext():  # one SPE draw per forward pass
+            for block in self.blocks: x = block(x, S)
         return self.head(x[:, -1])
+
+    @staticmethod
+    def _shared_spe(attention: str, d: int, options: dict):
+        "Linear attention with `spe='sine'|'conv'`: ONE stochastic positional encoding, given to every block."
+        if attention != 'linear' or options.get('spe') is None: return None
+        keys = ('gated', 'realisations', 'sines', 'kernel_size')
+        spe = make_spe(options.pop('spe'), options['dims'], d, options.get('heads', 8),
+                       **{k: options.pop(k) for k in keys if k in options})
+        options['spe'] = spe
+        return spe
 
     @property
     def version(self) -> str: return self.blocks[0].attention.version
