@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from ..core.geometry import relative_offsets, relative_size
-from .version1 import Encode, Gauss
+from ..core.scores import weighted_sum
+from .version1 import Encode, Gauss, check_attend_args
 
 # %% ../../nbs/22_layers.fast.ipynb #996c738f
 class FastPlan(NamedTuple):
@@ -41,6 +42,7 @@ def _plan_cost(p: FastPlan) -> int:
     tiles, keys = math.prod(p.tiles), math.prod(p.halo)
     return tiles * (math.prod(p.tile) * keys + _COPY * keys + _PER_TILE)
 
+# %% ../../nbs/22_layers.fast.ipynb #93976ea5
 def fast_plan(structure_size: Sequence[int], span_size: Sequence[int]) -> FastPlan:
     "The tiling `attend_fast` uses for `structure_size` under the window `span_size`: the cheapest tile."
     S, n = tuple(structure_size), len(structure_size)
@@ -144,59 +146,73 @@ def _unskew(da: Tensor, # [B, H, t, *T, *L] gradients at the keys
     return out.reshape(*out.shape[:-2 * n], math.prod(T), math.prod(C))
 
 # %% ../../nbs/22_layers.fast.ipynb #9de17c45
-def _raw_scores(qu, qv, kb, e, geom) -> Tensor: # [B, H, t, T^n, L^n]
+def _raw_scores(qu, qv, keys, e, geom) -> Tensor: # [B, H, t, T^n, L^n]
     "Content plus skewed positional scores of a chunk, already scaled by 1/sqrt(d_H)."
     T, C, L, base = geom
     B, H, t, nq, d = qu.shape
-    if kb.dim() == 4: a = (qu.reshape(B, H, t * nq, d) @ kb.transpose(-2, -1)).view(B, H, t, nq, -1)  # all keys
-    else: a = qu @ kb.transpose(-2, -1)  # halos [B, H, t, L^n, d]
+    if keys.dim() == 4: a = (qu.reshape(B, H, t * nq, d) @ keys.transpose(-2, -1)).view(B, H, t, nq, keys.shape[2])  # all
+    else: a = qu @ keys.transpose(-2, -1)  # halos [B, H, t, L^n, d]
     if qv is not None:
-        if e.shape[1] == 1: r = (qv.reshape(B, H, t * nq, d) @ e[:, 0]).view(B, H, t, nq, -1)  # one grid
+        if e.shape[1] == 1: r = (qv.reshape(B, H, t * nq, d) @ e[:, 0]).view(B, H, t, nq, e.shape[-1])  # one grid
         else: r = torch.einsum('bhtqd,htdc->bhtqc', qv, e)  # a grid per tile [H, t, d_H, C^n]
         a.view(B, H, t, *T, *L).add_(_skew(r, T, C, L, base))
     return a
 
+# %% ../../nbs/22_layers.fast.ipynb #432ddaea
+def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom) -> tuple[Tensor, Tensor]: # weights [B, H, t, T^n, L^n], out
+    "Attention of a chunk: raw scores, Gaussian, mask, softmax in place, weighted sum of the values in each window."
+    a = _raw_scores(qu, qv, keys, e, geom)
+    if g is not None: a.mul_(g)
+    if valid is not None: a.masked_fill_(~valid, float('-inf'))
+    p = a.sub_(a.amax(-1, keepdim=True)).exp_()  # softmax in place; every row has a valid key
+    p = p.div_(p.sum(-1, keepdim=True))
+    B, H, t, nq, d = qu.shape
+    if keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
+        inside = None if valid is None else valid.reshape(t * nq, -1)
+        return p, weighted_sum(p.view(B, H, t * nq, p.shape[-1]), vals, inside).view(B, H, t, nq, d)
+    return p, weighted_sum(p, vals, valid)
+
+# %% ../../nbs/22_layers.fast.ipynb #36f9b805
+def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool):
+    "Gradients of `_chunk_forward` for (qu, qv, keys, vals, e, g) from the softmax weights `p` and the output."
+    T, C, L, base = geom
+    B, H, t, nq, d = qu.shape
+    shared = keys.dim() == 4
+    flat = lambda x: x.reshape(B, H, t * nq, x.shape[-1])
+    if shared: dp, dvals = (flat(dout) @ vals.transpose(-2, -1)).view(p.shape), flat(p).transpose(-2, -1) @ flat(dout)
+    else: dp, dvals = dout @ vals.transpose(-2, -1), p.transpose(-2, -1) @ dout
+    da = dp.sub_((dout * out).sum(-1, keepdim=True)).mul_(p)  # softmax backward
+    dg = None
+    if g is not None:
+        if need_dg: dg = _raw_scores(qu, qv, keys, e, geom).mul_(da).sum_to_size(g.shape)
+        da.mul_(g)
+    if shared: dqu, dkeys = (flat(da) @ keys).view(qu.shape), flat(da).transpose(-2, -1) @ flat(qu)
+    else: dqu, dkeys = da @ keys, da.transpose(-2, -1) @ qu
+    dqv = de = None
+    if qv is not None:
+        dr = _unskew(da.view(B, H, t, *T, *L), T, C, L, base)  # [B, H, t, T^n, C^n]
+        if e.shape[1] == 1:
+            dqv = (flat(dr) @ e[:, 0].transpose(-2, -1)).view(qv.shape)
+            de = torch.einsum('bhqd,bhqc->hdc', flat(qv), flat(dr))[:, None]
+        else:
+            dqv = torch.einsum('bhtqc,htdc->bhtqd', dr, e)
+            de = torch.einsum('bhtqd,bhtqc->htdc', qv, dr)
+    return dqu, dqv, dkeys, dvals, de, dg
+
+# %% ../../nbs/22_layers.fast.ipynb #7f9c3b10
 class _Chunk(torch.autograd.Function):
     "Attention of a run of tiles; the backward keeps only the softmax weights."
     @staticmethod
-    def forward(ctx, qu, qv, kb, vb, e, g, valid, geom):
-        a = _raw_scores(qu, qv, kb, e, geom)
-        if g is not None: a.mul_(g)
-        if valid is not None: a.masked_fill_(~valid, float('-inf'))
-        p = a.sub_(a.amax(-1, keepdim=True)).exp_()  # softmax in place; every row has a valid key
-        p = p.div_(p.sum(-1, keepdim=True))
-        B, H, t, nq, d = qu.shape
-        out = (p.view(B, H, t * nq, -1) @ vb).view(B, H, t, nq, d) if kb.dim() == 4 else p @ vb
+    def forward(ctx, qu, qv, keys, vals, e, g, valid, geom):
+        p, out = _chunk_forward(qu, qv, keys, vals, e, g, valid, geom)
         ctx.geom = geom
-        ctx.save_for_backward(qu, qv, kb, vb, e, g, p, out)
+        ctx.save_for_backward(qu, qv, keys, vals, e, g, p, out)
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        qu, qv, kb, vb, e, g, p, out = ctx.saved_tensors
-        T, C, L, base = geom = ctx.geom
-        B, H, t, nq, d = qu.shape
-        shared = kb.dim() == 4
-        flat = lambda x: x.reshape(B, H, t * nq, x.shape[-1])
-        if shared: dp, dvb = (flat(dout) @ vb.transpose(-2, -1)).view(p.shape), flat(p).transpose(-2, -1) @ flat(dout)
-        else: dp, dvb = dout @ vb.transpose(-2, -1), p.transpose(-2, -1) @ dout
-        da = dp.sub_((dout * out).sum(-1, keepdim=True)).mul_(p)  # softmax backward
-        dg = None
-        if g is not None:
-            if ctx.needs_input_grad[5]: dg = _raw_scores(qu, qv, kb, e, geom).mul_(da).sum_to_size(g.shape)
-            da.mul_(g)
-        if shared: dqu, dkb = (flat(da) @ kb).view(qu.shape), flat(da).transpose(-2, -1) @ flat(qu)
-        else: dqu, dkb = da @ kb, da.transpose(-2, -1) @ qu
-        dqv = de = None
-        if qv is not None:
-            dr = _unskew(da.view(B, H, t, *T, *L), T, C, L, base)  # [B, H, t, T^n, C^n]
-            if e.shape[1] == 1:
-                dqv = (flat(dr) @ e[:, 0].transpose(-2, -1)).view(qv.shape)
-                de = torch.einsum('bhqd,bhqc->hdc', flat(qv), flat(dr))[:, None]
-            else:
-                dqv = torch.einsum('bhtqc,htdc->bhtqd', dr, e)
-                de = torch.einsum('bhtqd,bhtqc->htdc', qv, dr)
-        return dqu, dqv, dkb, dvb, de, dg, None, None
+        grads = _chunk_backward(dout, *ctx.saved_tensors, ctx.geom, need_dg=ctx.needs_input_grad[5])
+        return *grads, None, None
 
 # %% ../../nbs/22_layers.fast.ipynb #7a75198a
 def _window_geometry(S, span_size, plan: FastPlan, device):
@@ -218,6 +234,7 @@ def _window_geometry(S, span_size, plan: FastPlan, device):
     valid = valid.expand(*plan.tiles, *plan.tile, *plan.halo).reshape(math.prod(plan.tiles), math.prod(plan.tile), -1)
     return offsets, (None if valid.all() else valid)
 
+# %% ../../nbs/22_layers.fast.ipynb #cb89f315
 def _tile_grids(x: Tensor, # a relative grid [*R, *features]
                 S, plan: FastPlan) -> Tensor: # [tiles, *features, M^n]
     "For each tile of queries, the M = S + T - 1 offsets per dimension it meets, cut from the relative grid `x`."
@@ -240,23 +257,8 @@ def _padded_rows(S, plan: FastPlan, device) -> Tensor: # bool [tiles, T^n]
         out = out | r.view(shape)
     return out.expand(*plan.tiles, *plan.tile).reshape(math.prod(plan.tiles), -1)
 
-# %% ../../nbs/22_layers.fast.ipynb #4989fccf
-BUDGET = 2 ** 23  # scores per chunk (batch x heads x queries x keys)
-
-def _check(q, k, v, u, v_bias, structure_size, span_size):
-    S, W = list(structure_size), list(span_size)
-    if not (S and all(isinstance(s, int) and s >= 1 for s in S)):
-        raise ValueError(f"structure_size={S} must be a non-empty list of positive integers")
-    if len(W) != len(S) or not all(isinstance(w, int) and w >= 1 and w % 2 for w in W):
-        raise ValueError(f"span_size={W} must hold one odd positive integer per dimension of structure_size={S}")
-    if q.dim() != 4 or q.shape[2] != math.prod(S) or k.shape != q.shape or v.shape != q.shape:
-        raise ValueError(f"q, k, v must all be [B, H, N, d_H] with N={math.prod(S)} (structure_size={S}); "
-                         f"got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-    if u.shape != q.shape[1::2] or (v_bias is not None and v_bias.shape != q.shape[1::2]):
-        raise ValueError(f"u and v_bias must be [H, d_H] = {list(q.shape[1::2])}; got {tuple(u.shape)} and "
-                         f"{None if v_bias is None else tuple(v_bias.shape)}")
-
-def _window_chunks(k, v, S, W, plan, nq, encode, gaussian, step):
+# %% ../../nbs/22_layers.fast.ipynb #d65d896c
+def _window_chunks(k, value, S, W, plan, nq, encode, gaussian, step):
     "Per-chunk arguments of `_Chunk` in window mode: halos, the window's encodings, the Gaussian, the masks."
     dev, (B, H, N, d) = k.device, k.shape
     tiled = [t < s for t, s in zip(plan.tile, S)]
@@ -266,11 +268,12 @@ def _window_chunks(k, v, S, W, plan, nq, encode, gaussian, step):
     if encode is not None: e = encode(relative_offsets(C, dev)).reshape(-1, H, d).permute(1, 2, 0)[:, None]
     offsets, valid = _window_geometry(S, W, plan, dev)
     g = gaussian(offsets).reshape(nq, -1) if gaussian is not None else None  # [T^n, L^n], every tile
-    kbs, vbs = _Halos.apply(k, S, plan).split(step, 2), _Halos.apply(v, S, plan).split(step, 2)
+    kbs, vbs = _Halos.apply(k, S, plan).split(step, 2), _Halos.apply(value, S, plan).split(step, 2)
     valids = valid.split(step) if valid is not None else [None] * len(kbs)
     return [(kb, vb, e, g, m, (plan.tile, C, plan.halo, base)) for kb, vb, m in zip(kbs, vbs, valids)]
 
-def _dense_chunks(k, v, S, W, plan, nq, encode, gaussian, step):
+# %% ../../nbs/22_layers.fast.ipynb #19c8701f
+def _dense_chunks(k, value, S, W, plan, nq, encode, gaussian, step):
     "Per-chunk arguments of `_Chunk` in dense mode: all keys, per-tile encodings, Gaussian and mask."
     dev, (B, H, N, d) = k.device, k.shape
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
@@ -283,26 +286,28 @@ def _dense_chunks(k, v, S, W, plan, nq, encode, gaussian, step):
     if any(w < r for w, r in zip(W, relative_size(S))):
         inside = _tile_grids((offsets.abs() <= torch.tensor(W, device=dev) // 2).all(-1), S, plan)
         vs = [c[:, idx] | p[:, :, None] for c, p in zip(inside.split(step), _padded_rows(S, plan, dev).split(step))]
-    return [(k, v, e, g, m, (plan.tile, C, S, base)) for e, g, m in zip(es, gs, vs)]
+    return [(k, value, e, g, m, (plan.tile, C, S, base)) for e, g, m in zip(es, gs, vs)]
 
-def attend_fast(q: Tensor, k: Tensor, v: Tensor, # [B, H, N, d_H]
+# %% ../../nbs/22_layers.fast.ipynb #4989fccf
+BUDGET = 2 ** 23  # scores per chunk (batch x heads x queries x keys)
+
+def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
                 u: Tensor, # content bias [H, d_H]
-                v_bias: Tensor | None, # positional bias [H, d_H]; None without a PE
+                v: Tensor | None, # positional bias [H, d_H]; None without a PE
                 structure_size: Sequence[int],
                 span_size: Sequence[int], # the window; RelativeSize means no mask
                 encode: Encode | None = None, gaussian: Gauss | None = None
                ) -> Tensor: # [B, H, N, d_H]
     "Version 1's attention without P: skewed positional scores; under a window, tiles of queries against halos."
-    _check(q, k, v, u, v_bias, structure_size, span_size)
-    S, W = tuple(structure_size), tuple(span_size)
+    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size, encode)
     B, H, N, d = q.shape
     plan, scale = fast_plan(S, W), 1 / math.sqrt(d)
     qu = _query_tiles((q + u[:, None]) * scale, S, plan)  # [B, H, tiles, T^n, d_H]
     nq = qu.shape[3]
     keys = math.prod(plan.halo) if plan.mode == 'window' else N
-    step = max(1, BUDGET // (B * H * nq * keys))  # tiles per chunk
-    chunks = (_window_chunks if plan.mode == 'window' else _dense_chunks)(k, v, S, W, plan, nq, encode, gaussian, step)
+    step = max(1, BUDGET // max(1, B * H * nq * keys))  # tiles per chunk (all of them for an empty batch)
+    chunks = (_window_chunks if plan.mode == 'window' else _dense_chunks)(k, value, S, W, plan, nq, encode, gaussian, step)
     qvs = [None] * len(chunks)
-    if encode is not None: qvs = _query_tiles((q if v_bias is None else q + v_bias[:, None]) * scale, S, plan).split(step, 2)
+    if encode is not None: qvs = _query_tiles((q + v[:, None]) * scale, S, plan).split(step, 2)
     outs = [_Chunk.apply(a, b, *c) for a, b, c in zip(qu.split(step, 2), qvs, chunks)]
     return _untile(torch.cat(outs, 2), S, plan)
