@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _st
 from pathlib import Path
+from ..core.checks import check_choice, check_int
 from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text
 
 # %% ../../nbs/44_experiment.stats.ipynb #9fbfc09e
@@ -93,7 +94,7 @@ def power(d: float, # standardised effect (Cohen's d)
           n: int, # runs per group
           alpha: float = 0.05) -> float:
     "Power of a two-sided two-sample t-test with `n` runs per group (noncentral t)."
-    if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"n={n!r} must be an integer >= 2")
+    check_int('n', n, low=2)
     if not 0 < alpha < 1: raise ValueError(f"alpha={alpha} must lie in (0, 1)")
     if not math.isfinite(d): return math.nan
     df, nc = 2 * n - 2, abs(d) * math.sqrt(n / 2)
@@ -194,7 +195,7 @@ def table_rows(values: dict[str, list[float]], # val_acc_max per treatment
                versions: dict[str, str] | None = None # attention version per treatment (`group_versions`)
               ) -> list[dict]:
     "Two rows per comparison of `table`: A, then B with the comparison's statistics; paper numbers beside."
-    if table not in TABLES: raise ValueError(f"table={table!r} is not one of {tuple(TABLES)}")
+    check_choice('table', table, TABLES)
     rows = []
     for (setting, a, b), paper in zip(TABLES[table], [r for r in PAPER if r['table'] == table]):
         c = compare(values.get(a, []), values.get(b, []))
