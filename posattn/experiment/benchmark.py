@@ -9,10 +9,11 @@ __all__ = ['PEAK_FACTOR', 'FLOORS', 'TRAIN_FLOOR', 'TRAIN_PLAIN', 'TRAIN_MODELS'
            'sigma_for_span', 'measure', 'machine_info', 'run_cases', 'summary_rows', 'summary_table', 'target_line',
            'summary_markdown', 'plot_cases', 'SdpaAttention', 'train_structure', 'set_sigmas', 'train_model',
            'learned_sigmas', 'measure_train', 'train_name', 'train_rows', 'train_table', 'train_ratio_table',
-           'train_target_lines', 'train_summary_markdown', 'plot_train']
+           'train_target_lines', 'train_summary_markdown', 'plot_train', 'profile_train_step', 'profile_totals',
+           'profile_markdown']
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #3d766857
-import datetime, inspect, json, math, os, platform, resource, statistics, subprocess, sys, tempfile, time
+import datetime, inspect, json, math, os, platform, re, resource, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 from typing import Sequence
 import torch
@@ -631,3 +632,99 @@ def plot_train(cases: Sequence[dict], # results of `measure_train`
     axes[0][-1].legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.01, 1))
     fig.suptitle(title)
     return fig
+
+# %% ../../nbs/47_experiment.benchmark.ipynb #77613ff9
+_FRAME = re.compile(r'^.*?posattn/(.+)\.py\((\d+)\): (.+)$')  # a Python frame of posattn in the profiler's trace
+
+def _phase(e) -> str | None:
+    "'optimizer', 'backward' or 'forward': where in the training step the event `e` ran (None: the profiler's own)."
+    while e is not None:
+        if e.name.startswith('torch/profiler/'): return None
+        if e.name.startswith('Optimizer.'): return 'optimizer'
+        if e.name.startswith('autograd::engine::evaluate_function'): return 'backward'
+        e = e.cpu_parent
+    return 'forward'
+
+def _where(e, forward_of: dict) -> tuple[str, str | None]:
+    "The innermost posattn function around `e` (through the forward op of a backward node) and the nn.Module below it."
+    module = None
+    while e is not None:
+        n = e.name
+        if n.startswith('Optimizer.'): return 'optimizer ' + n.split('#')[-1].split('.')[-1], None
+        if n.startswith('nn.Module: ') and module is None: module = n[len('nn.Module: '):].rsplit('_', 1)[0]
+        if m := _FRAME.match(n): return f"{m[1]}.py:{m[2]} {m[3]}", module
+        if n.startswith('autograd::engine::evaluate_function') and e.sequence_nr in forward_of:
+            return _where(forward_of[e.sequence_nr], {})
+        e = e.cpu_parent
+    return '(outside posattn)', module
+
+def _operator(name: str) -> str:
+    "The operator's name; '(autograd engine)' for a backward node's own time, '(python)' for the interpreter's."
+    if name.startswith('autograd::engine::'): return '(autograd engine)'
+    return '(python)' if _FRAME.match(name) or name.startswith(('torch/', '<built-in', 'nn.Module', '<')) or '.py(' in name else name
+
+# %% ../../nbs/47_experiment.benchmark.ipynb #0c44ccbd
+def profile_train_step(treatment: str, # a key of TRAIN_MODELS
+                       side: int, threads: int = 1, batch: int = 20,
+                       sigmas: list[list[float]] | None = None, version: str | None = None,
+                       blocks: int = 6, d: int = 64, heads: int = 8,
+                       steps: int = 1, # profiled steps (after one warm-up step); times are per step
+                       seed: int = 0) -> dict:
+    "Self CPU time of one training step by operator and by posattn function (forward, backward, optimizer), in ms."
+    case = dict(treatment=treatment, side=side, sigmas=sigmas, version=version, blocks=blocks, d=d, heads=heads,
+                batch=batch, seed=seed)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        model, opt, x, y = _train_setup(case, torch.device('cpu'))
+        _train_step(model, opt, x, y)  # warm-up
+        plain = _timed(lambda: _train_step(model, opt, x, y), torch.device('cpu'))
+        t = time.perf_counter()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_stack=True) as prof:
+            for _ in range(steps): _train_step(model, opt, x, y)
+        wall = (time.perf_counter() - t) / steps
+    finally: torch.set_num_threads(old)
+    events = prof.events()
+    forward_of = {}
+    for e in events:
+        if e.sequence_nr >= 0 and not e.name.startswith('autograd::'): forward_of.setdefault(e.sequence_nr, e)
+    parts = {}
+    for e in events:
+        if (phase := _phase(e)) is None: continue
+        key = (*_where(e, forward_of), phase, _operator(e.name))
+        parts[key] = parts.get(key, 0.) + e.self_cpu_time_total / 1000 / steps
+    return dict(treatment=treatment, side=side, threads=threads, batch=batch, windows=[s['span_size'] for s in model.spans()],
+                plain_ms=plain * 1000, wall_ms=wall * 1000, total_ms=sum(parts.values()),
+                parts=[dict(function=f, module=m, phase=p, operator=o, ms=ms) for (f, m, p, o), ms in
+                       sorted(parts.items(), key=lambda kv: -kv[1])])
+
+def profile_totals(profile: dict, # `profile_train_step`
+                   by: Sequence[str] = ('function', 'phase') # fields of a part to group by
+                  ) -> dict[tuple, float]:
+    "Milliseconds per group of parts, largest first."
+    out = {}
+    for p in profile['parts']:
+        k = tuple(p[f] for f in by)
+        out[k] = out.get(k, 0.) + p['ms']
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+# %% ../../nbs/47_experiment.benchmark.ipynb #c5cfb086
+def _profile_label(p: dict) -> str: return f"{p['treatment']} {p['side']}x{p['side']}"
+
+def profile_markdown(profiles: Sequence[dict], # results of `profile_train_step`
+                     top: int = 12 # rows per table: the largest groups of any profile
+                    ) -> str:
+    "Two Markdown tables: % of the step per posattn function and phase, and per operator; one column per profile."
+    out = []
+    for by, title in ((('function', 'phase'), 'function (file:line of its def)'), (('operator',), 'operator')):
+        totals = [profile_totals(p, by) for p in profiles]
+        keys = list(dict.fromkeys(k for t in totals for k in list(t)[:top]))
+        head = [title] + (['phase'] if len(by) == 2 else []) + [f"{_profile_label(p)} ({p['total_ms']:.0f} ms)" for p in profiles]
+        lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+        for k in keys:
+            cells = [f'`{k[0]}`'] + list(k[1:]) + [_num(100 * t.get(k, 0.) / p['total_ms'], '.1f') for t, p in zip(totals, profiles)]
+            lines.append('| ' + ' | '.join(cells) + ' |')
+        rest = [100 - sum(100 * t.get(k, 0.) / p['total_ms'] for k in keys) for t, p in zip(totals, profiles)]
+        lines.append('| ' + ' | '.join(['(the rest)'] + [''] * (len(by) - 1) + [f'{r:.1f}' for r in rest]) + ' |')
+        out.append('\n'.join(lines))
+    return '\n\n'.join(out) + '\n'
