@@ -605,17 +605,19 @@ def train_summary_markdown(data: dict, # {'machine': ..., 'cases': [...]} as `ru
     return '\n\n'.join(out) + '\n'
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #3e0e77b4
+_TRAIN_COLOURS = [plt.cm.tab20(k) for k in (0, 2, 4, 6, 8, 10, 12, 16, 18, 1, 3, 5, 7, 9, 11, 13, 17, 19)]  # no greys
+
 def plot_train(cases: Sequence[dict], # results of `measure_train`
                title: str) -> plt.Figure:
-    "Images per second per model and input size, one panel per thread count; each bar labelled with its time / floor."
+    "Images per second per model and input size, one panel (row) per thread count; each bar labelled with its time / floor."
     rows = train_rows([c for c in cases if c.get('kind') == 'train'])
     threads = sorted({t for _, t in rows})
     sizes = list(dict.fromkeys(s for s, _ in rows))
     names = [TRAIN_FLOOR] + list(dict.fromkeys(n for ms in rows.values() for n in ms if n != TRAIN_FLOOR))
     width = 0.8 / len(names)
-    fig, axes = plt.subplots(1, len(threads), figsize=(max(7, 1.1 * len(sizes) * len(names) / 2) * len(threads), 4.8),
+    fig, axes = plt.subplots(len(threads), 1, figsize=(max(8, 0.35 * len(sizes) * len(names) + 3), 4.5 * len(threads)),
                              squeeze=False, constrained_layout=True)
-    for ax, t in zip(axes[0], threads):
+    for ax, t in zip(axes[:, 0], threads):
         for i, n in enumerate(names):
             for j, size in enumerate(sizes):
                 ms = rows.get((size, t), {})
@@ -623,13 +625,13 @@ def plot_train(cases: Sequence[dict], # results of `measure_train`
                 ips = _ok(c, 'images_per_s')
                 if ips is None: continue
                 x = j + (i - (len(names) - 1) / 2) * width
-                ax.bar(x, ips, width, color='grey' if n == TRAIN_FLOOR else f'C{i - 1}',
+                ax.bar(x, ips, width, color='grey' if n == TRAIN_FLOOR else _TRAIN_COLOURS[(i - 1) % len(_TRAIN_COLOURS)],
                        label=n if j == min(k for k, s in enumerate(sizes) if _ok(rows.get((s, t), {}).get(n), 'images_per_s')) else None)
                 r = _floor_ratio(c, floor, 'time_s')
                 if n != TRAIN_FLOOR and r: ax.annotate(f'{r:.1f}x', (x, ips), ha='center', va='bottom', fontsize=7, rotation=90)
         ax.set(yscale='log', xticks=range(len(sizes)), xticklabels=sizes, xlabel='input (pixels)',
                ylabel='training images per second', title=f"{t} thread{'s' if t != 1 else ''}")
-    axes[0][-1].legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.01, 1))
+    axes[0][0].legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.01, 1))
     fig.suptitle(title)
     return fig
 
