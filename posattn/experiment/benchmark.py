@@ -1,4 +1,4 @@
-"""A small harness that times the forward and backward pass of one positional attention layer and measures its peak memory, each case in a fresh process, and writes the results as JSON.
+"""A small harness that times the forward and backward pass of one positional attention layer, or a training step of the whole classifier against a fused-attention floor, and measures its peak memory, each case in a fresh process; writes the results as JSON, summarises them, and profiles where a training step's time goes.
 
 Docs: https://posattn.github.io/posattn/experiment.benchmark.html.md"""
 
