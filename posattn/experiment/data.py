@@ -16,9 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from .runs import atomic_save, project_root
+from .probe import make_probe
 
 # %% ../../nbs/41_experiment.data.ipynb #894b8d8b
-DATASETS = ('digits', 'cifar10', 'imagefolder')
+DATASETS = ('digits', 'cifar10', 'imagefolder', 'probe')
 CIFAR_CLASSES = ('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck')
 _IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg', '.bmp')
 
@@ -145,6 +146,7 @@ def _source(dataset: str, data_root, resolution, cache_dir) -> tuple[Tensor, Ten
     if dataset == 'digits':
         x, y, names = _load_digits()
         return _resize(x, resolution), y, names
+    if dataset == 'probe': return make_probe(side=resolution or 16)  # drawn at the requested side, never resized
     root = project_root() / (data_root if data_root is not None else 'data')  # relative: from the project root
     cache = Path(cache_dir) if cache_dir is not None else project_root() / 'data' / 'cache'
     x, y, names = _cached_cifar(dataset, root, resolution, cache)
