@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/encodings.catalogue.html.md"""
 __all__ = ['PAPER_ENCODINGS', 'RELATIVE', 'ABSOLUTE', 'RELATIVE_ENCODINGS', 'ENCODINGS', 'make_relative', 'make_absolute',
            'relative_terms']
 
-# %% ../../nbs/19_encodings.catalogue.ipynb #db405ca3
+# %% ../../nbs/19_encodings.catalogue.ipynb #6eabe029
 import inspect
 from typing import Sequence
 from torch import nn
@@ -22,7 +22,7 @@ from .deberta import DisentangledEncoding
 from .rope import RotaryEncoding
 from .alibi import AlibiEncoding
 
-# %% ../../nbs/19_encodings.catalogue.ipynb #93907760
+# %% ../../nbs/19_encodings.catalogue.ipynb #415b86c2
 PAPER_ENCODINGS = ('baseline', 'siren', 'none')  # the paper's: a query-side encoding with Transformer-XL's v, or none
 RELATIVE = {'shaw': ShawEncoding, 'rel_bias': RelativeBias, 'multiplicative': RelativeFactor,
             'deberta': DisentangledEncoding, 'rope': RotaryEncoding, 'alibi': AlibiEncoding}
@@ -37,7 +37,7 @@ def _options(cls, options: dict, pe: str, fixed: Sequence[str]) -> dict:
     if bad: raise ValueError(f"pe_options {bad} are not options of pe={pe!r}; it accepts {accepted}")
     return options
 
-# %% ../../nbs/19_encodings.catalogue.ipynb #5dbb454b
+# %% ../../nbs/19_encodings.catalogue.ipynb #5718c7cc
 def make_relative(pe: str, # one of RELATIVE_ENCODINGS
                   dims: int, # positional dimensions n
                   d: int = 64, # features of the layer
@@ -67,7 +67,7 @@ def make_absolute(pe: str, # one of ABSOLUTE
     if pe == 'sinusoidal': return SinusoidalPositions(len(structure_size), d, **options)
     return LearnedPositions(list(structure_size), d, **options)
 
-# %% ../../nbs/19_encodings.catalogue.ipynb #ce56b787
+# %% ../../nbs/19_encodings.catalogue.ipynb #cd13a0be
 def relative_terms(encoding: nn.Module | None, # a module made by make_relative
                    structure_size: Sequence[int],
                    heads: int) -> PositionTerms:

@@ -6,15 +6,15 @@ Docs: https://posattn.github.io/posattn/encodings.terms.html.md"""
 
 # %% auto #0
 __all__ = ['OffsetFn', 'Rotation', 'PositionTerms', 'position_terms', 'check_max_offset', 'table_size', 'table_index',
-           'positions']
+           'positions', 'reference_attention']
 
-# %% ../../nbs/11_encodings.terms.ipynb #e3b98f12
+# %% ../../nbs/11_encodings.terms.ipynb #9f801b09
 import math
 from typing import Callable, NamedTuple, Sequence
 import torch
 from torch import Tensor
 
-# %% ../../nbs/11_encodings.terms.ipynb #a00c7af4
+# %% ../../nbs/11_encodings.terms.ipynb #e3552c18
 OffsetFn = Callable[[Tensor], Tensor]  # integer offsets [..., n] (key minus query) -> values [..., *slot shape]
 Rotation = Callable[[Tensor], Tensor]  # queries or keys [B, H, N, d_H] -> the same, turned by their positions
 
@@ -44,7 +44,7 @@ class PositionTerms(NamedTuple):
             return a * b
         return self._replace(factor=both)
 
-# %% ../../nbs/11_encodings.terms.ipynb #81fd2822
+# %% ../../nbs/11_encodings.terms.ipynb #5e72b7b6
 def position_terms(encode: OffsetFn | None = None, # the paper's query-side encoding [..., H, d_H]
                    gaussian: OffsetFn | None = None, # the paper's Gaussian [...]
                    terms: PositionTerms | None = None) -> PositionTerms:
@@ -56,7 +56,7 @@ def position_terms(encode: OffsetFn | None = None, # the paper's query-side enco
         raise ValueError("give either encode/gaussian or terms=PositionTerms(query=..., factor=...), not both")
     return terms
 
-# %% ../../nbs/11_encodings.terms.ipynb #ec0aea95
+# %% ../../nbs/11_encodings.terms.ipynb #6f922c2d
 def check_max_offset(max_offset) -> int:
     "`max_offset` (the clipping distance k of an offset table) if it is a positive integer; a ValueError otherwise."
     if isinstance(max_offset, bool) or not isinstance(max_offset, int) or max_offset < 1:
@@ -78,8 +78,38 @@ def table_index(offsets: Tensor, # integer offsets [..., n]
     strides = width ** torch.arange(offsets.shape[-1] - 1, -1, -1, device=offsets.device)
     return (x.long() * strides).sum(-1)
 
-# %% ../../nbs/11_encodings.terms.ipynb #e4d91a38
+# %% ../../nbs/11_encodings.terms.ipynb #db11e197
 def positions(structure_size: Sequence[int], device=None) -> Tensor: # long [N, n]
     "The integer coordinates of every token of `structure_size`, in the row-major order of the tokens."
     axes = [torch.arange(s, device=device) for s in structure_size]
     return torch.stack(torch.meshgrid(*axes, indexing='ij'), -1).reshape(-1, len(structure_size))
+
+# %% ../../nbs/11_encodings.terms.ipynb #9413378f
+def reference_attention(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
+                        u: Tensor, # content bias [H, d_H]
+                        v: Tensor | None, # positional bias [H, d_H] of the query slot; None: no bias
+                        structure_size: Sequence[int],
+                        span_size: Sequence[int], # the window: keys farther than (SpanSize - 1) / 2 are dropped
+                        terms: PositionTerms) -> Tensor: # [B, H, N, d_H]
+    "The attention of `terms` as a double loop over queries and keys (slow: a reference for tests)."
+    B, H, N, d = q.shape
+    pos = positions(structure_size, q.device)
+    if terms.rotate is not None: q, k, u = terms.rotate(q + u[:, None]), terms.rotate(k), torch.zeros_like(u)  # rotate first
+    vb = torch.zeros_like(u) if v is None else v
+    out = []
+    for i in range(N):
+        logits, vals = [], []
+        for j in range(N):
+            delta = pos[j] - pos[i]
+            a = ((q[:, :, i] + u) * k[:, :, j]).sum(-1)  # [B, H]
+            if terms.query is not None: a = a + ((q[:, :, i] + vb) * terms.query(delta)).sum(-1)
+            if terms.key is not None: a = a + (k[:, :, j] * terms.key(delta)).sum(-1)
+            if terms.factor is not None: a = a * terms.factor(delta)
+            a = a * terms.scale / math.sqrt(d)
+            if terms.bias is not None: a = a + terms.bias(delta)
+            if any(abs(x) > (w - 1) // 2 for x, w in zip(delta.tolist(), span_size)): a = torch.full_like(a, -math.inf)
+            logits.append(a)
+            vals.append(value[:, :, j] + (terms.value(delta) if terms.value is not None else 0))
+        w = torch.stack(logits, -1).softmax(-1)  # [B, H, N]
+        out.append((w[..., None] * torch.stack(vals, 2)).sum(2))
+    return torch.stack(out, 2)

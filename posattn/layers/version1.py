@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 from ..core.geometry import relative_offsets, relative_size
 from ..core.scores import relative_scores, attention_weights
+from ..encodings.terms import PositionTerms, position_terms
 
 # %% ../../nbs/20_layers.version1.ipynb #6742ede5
 def spread(e: Tensor, # a relative grid [*RelativeSize, *features]
@@ -44,18 +45,30 @@ def span_mask(span_size: Sequence[int], structure_size: Sequence[int], device=No
 Encode = Callable[[Tensor], Tensor]  # integer offsets [..., n] -> per-head encodings [..., H, d_H]
 Gauss = Callable[[Tensor], Tensor]  # integer offsets [..., n] -> Gaussian weights [...]
 
+def _heads_first(x: Tensor | None) -> Tensor | None:
+    "A spread per-head table [N, N, H] as [H, N, N]; a shared one [N, N] unchanged."
+    return x.permute(2, 0, 1) if x is not None and x.dim() == 3 else x
+
 def attend_v1(q: Tensor, k: Tensor, v: Tensor, # [B, H, N, d_H]
               u: Tensor, # content bias [H, d_H]
               v_bias: Tensor | None, # positional bias [H, d_H]; None without a PE
               structure_size: Sequence[int],
               span_size: Sequence[int], # the window; RelativeSize means no mask
-              encode: Encode | None = None, gaussian: Gauss | None = None
+              encode: Encode | None = None, gaussian: Gauss | None = None,
+              *, terms: PositionTerms | None = None # every slot of an encoding, in place of encode and gaussian
              ) -> Tensor: # [B, H, N, d_H]
     "Version 1: relative positional attention with differentiable span on full N x N tensors."
+    t = position_terms(encode, gaussian, terms)
     full = relative_size(structure_size)
     offsets = relative_offsets(full, q.device)
-    p = spread(encode(offsets), structure_size) if encode is not None else None  # [N, N, H, d_H]
-    a = relative_scores(q, k, u, v_bias, p)  # [B, H, N, N]
-    g = spread(gaussian(offsets), structure_size) if gaussian is not None else None  # [N, N]
+    grid = lambda f: spread(f(offsets), structure_size) if f is not None else None  # [N, N, ...]
+    if t.rotate is not None: q, k, u = t.rotate(q + u[:, None]), t.rotate(k), torch.zeros_like(u)
+    p = grid(t.query)  # [N, N, H, d_H]
+    a = relative_scores(q, k, u, v_bias if v_bias is not None or p is None else torch.zeros_like(u), p)  # [B, H, N, N]
+    if t.key is not None: a = a + torch.einsum('bhkd,qkhd->bhqk', k, grid(t.key))
+    g = _heads_first(grid(t.factor))  # [N, N] or [H, N, N]
     mask = span_mask(span_size, structure_size, q.device) if tuple(span_size) != full else None
-    return attention_weights(a, q.shape[-1], g, mask) @ v
+    w = attention_weights(a * t.scale if t.scale != 1 else a, q.shape[-1], g, mask, _heads_first(grid(t.bias)))
+    out = w @ v
+    if t.value is not None: out = out + torch.einsum('bhqk,qkhd->bhqd', w, grid(t.value))
+    return out
