@@ -13,6 +13,7 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..layers.block import PositionalSelfAttention
+from ..encodings.catalogue import ABSOLUTE, make_absolute
 
 # %% ../../nbs/30_model.classifier.ipynb #9c1d85ef
 class EncoderBlock(nn.Module):
@@ -47,6 +48,10 @@ class Classifier(nn.Module):
                  **attention): # options of PositionalSelfAttention (heads, pe, dims, span, threshold, version, ...)
         super().__init__()
         self.structure_size = tuple(structure_size)
+        self.position = None  # an absolute encoding ('sinusoidal', 'learned') is added to the tokens, once
+        if attention.get('pe') in ABSOLUTE:
+            self.position = make_absolute(attention['pe'], self.structure_size, d, attention.pop('pe_options', None))
+            attention['pe'] = 'none'
         dims = attention.setdefault('dims', len(self.structure_size))
         if dims != len(self.structure_size):
             raise ValueError(f"structure_size={list(structure_size)} has {len(self.structure_size)} dimension(s) "
@@ -63,6 +68,7 @@ class Classifier(nn.Module):
         if tuple(x.shape[1:-1]) != S:
             raise ValueError(f"x has shape {tuple(x.shape)}; expected [B, {', '.join(map(str, S))}, C]")
         x = self.embed(x.flatten(1, -2))  # [B, N, d]
+        if self.position is not None: x = self.position(x, S)
         for block in self.blocks: x = block(x, S)
         return self.head(x[:, -1])
 
