@@ -10,8 +10,11 @@ JOBS ?= 2
 # extra sweep options, e.g. SWEEP_ARGS="--treatments span_2d siren_2d --seeds 9188 2755 -p data_root=PATH"
 SWEEP_ARGS ?=
 OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
+# The notebooks `make lab-check` opens and runs in a real browser (paths under nbs/).
+LAB_NOTEBOOKS ?= index.ipynb 23_layers.block.ipynb
+LAB_PORT ?= 8888
 
-.PHONY: setup demo test export readme check-sync reproduce bench
+.PHONY: setup demo test export readme check-sync reproduce bench lab browser lab-check slurm-up slurm-down
 
 setup: $(STAMP)
 
@@ -20,6 +23,16 @@ $(STAMP):
 	@test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.14.1 torchvision==0.29.1 2>&1 | { grep -v '^WARNING: Location' || true; }
 	$(BIN)/pip install --quiet -e ".[dev]" 2>&1 | { grep -v '^WARNING: Location' || true; }
+	@# The venv's kernel spec is displayed as `python3`: nbdev-clean writes display_name = name into every notebook,
+	@# and JupyterLab writes the kernel spec's display name, so the two agree and notebooks open unmodified.
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name python3
+	@# ... and launched by posattn's provisioner, which gives it CurveZMQ keys whatever the client (papermill reads no
+	@# Jupyter config); see nbs/98_kernel.ipynb.
+	$(BIN)/python -c "import json, sys; p = sys.prefix + '/share/jupyter/kernels/python3/kernel.json'; k = json.load(open(p)); \
+	  k.setdefault('metadata', {})['kernel_provisioner'] = {'provisioner_name': 'posattn-curve'}; json.dump(k, open(p, 'w'), indent=1)"
+	@# Jupyter applications (JupyterLab, nbconvert) start kernels with CurveZMQ keys instead of plain-text TCP.
+	@mkdir -p $(VENV)/etc/jupyter && echo '{"KernelManager": {"transport_encryption": "auto"}}' \
+	  > $(VENV)/etc/jupyter/jupyter_config.json
 	@rm -f $(VENV)/.installed-*; touch $@
 
 # The main job on the embedded default data: the span_2d_threshold treatment on scikit-learn's digits (8x8), through
@@ -51,9 +64,12 @@ export: $(STAMP)
 	$(BIN)/nbdev-export && $(BIN)/nbdev-clean && $(MAKE) --no-print-directory readme
 
 # README.md is nbs/index.ipynb executed (its tables are read from results/), with the input of `remove_input` cells hidden.
+# Links and images in index.ipynb are relative to nbs/ (`../figures/x.png`, as JupyterLab resolves them); README.md
+# lives at the root, so their leading `../` is dropped there.
 readme: $(STAMP)
 	$(BIN)/jupyter nbconvert --log-level WARN --execute --to markdown \
 	  --TagRemovePreprocessor.remove_input_tags='["remove_input"]' nbs/index.ipynb --output-dir . --output README
+	@sed -i -E 's#(\]\(|src=")\.\./#\1#g' README.md
 
 # `make reproduce PROFILE=cpu [JOBS=2] [SWEEP_ARGS=...]`: run the profile's missing treatment x RandomState runs through
 # the sweep, then rebuild Tables 5-7 and Figures 5-7 with nbs/reproduce.ipynb. For the cpu profile the offline CIFAR-10
@@ -73,3 +89,34 @@ bench: $(STAMP)
 	@mkdir -p results/bench/notebooks
 	$(BIN)/papermill --cwd nbs nbs/bench_versions.ipynb results/bench/notebooks/bench_versions.ipynb
 	$(BIN)/papermill --cwd nbs nbs/bench_fast.ipynb results/bench/notebooks/bench_fast.ipynb
+
+# A one-node SLURM cluster on this machine (root; no systemd needed): Debian's slurm, munge, slurmdbd and MariaDB,
+# configured for localhost with one partition `debug`; state, config and logs in /var/lib/posattn-slurm.
+slurm-up:
+	bash scripts/slurm/install.sh
+	bash scripts/slurm/up.sh
+
+slurm-down:
+	bash scripts/slurm/down.sh
+
+# Open the notebooks in JupyterLab, from the project's venv, on this machine only (127.0.0.1). The server's root is the
+# repository (so the notebooks' ../figures and ../results links work); the file browser opens at nbs/. Notebooks are
+# cleaned as they are saved (nbdev's pre-save hook, `jupyter_hooks` in pyproject.toml), so a save passes `make test`'s
+# sync check. As root (a container) JupyterLab needs --allow-root.
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=. \
+	  --LabApp.default_url=/lab/tree/nbs --ContentsManager.pre_save_hook=nbdev.clean.clean_jupyter \
+	  $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# Debian's headless Chromium and its WebDriver, for `make lab-check` (installed once, with apt-get, when missing).
+browser:
+	@if ! command -v chromium >/dev/null || [ ! -x /usr/bin/chromedriver ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "make browser: chromium and chromium-driver are missing: sudo apt-get install chromium chromium-driver"; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
+	@chromium --version 2>/dev/null; /usr/bin/chromedriver --version
+
+# A real browser: run LAB_NOTEBOOKS through JupyterLab's UI in headless Chromium; fail on error outputs, broken images or
+# kernel dialogs; save a full-page screenshot of each under figures/lab/. The notebooks are not saved.
+lab-check: $(STAMP) browser
+	$(BIN)/python scripts/lab_check.py --venv $(VENV) --out figures/lab $(LAB_NOTEBOOKS)

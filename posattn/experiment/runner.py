@@ -84,9 +84,10 @@ def resolve_device(device: str) -> torch.device:
 
 # %% ../../nbs/43_experiment.runner.ipynb #a595a496
 def _model_for(cfg: dict, channels: int, classes: int, structure_size) -> torch.nn.Module:
-    return make_classifier(cfg['treatment'], channels, classes, structure_size, d=cfg['d'], heads=cfg['heads'],
-                           blocks=cfg['blocks'], ffn=cfg['ffn'], dropout=cfg['dropout'],
-                           init_sigma=cfg['init_sigma'], version=cfg['version'])
+    opts = dict(d=cfg['d'], heads=cfg['heads'], blocks=cfg['blocks'], ffn=cfg['ffn'], dropout=cfg['dropout'])
+    if TREATMENTS[cfg['treatment']].get('attention', 'positional') == 'positional':  # the paper's block: span and version
+        opts.update(init_sigma=cfg['init_sigma'], version=cfg['version'])
+    return make_classifier(cfg['treatment'], channels, classes, structure_size, **opts)
 
 def _structure_size(cfg: dict, side: int) -> tuple[int, ...]:
     return (side, side) if cfg['layout'] == '2d' else (side * side,)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 from tqdm.auto import tqdm
-from .runs import PROFILES, SEEDS, TREATMENTS, is_finished, project_root, run_paths
+from .runs import PAPER_TREATMENTS, PROFILES, SEEDS, TREATMENTS, is_finished, project_root, run_paths
 
 # %% ../../nbs/46_experiment.sweep.ipynb #25310e97
 RESERVED = ('treatment', 'seed', 'profile') # parameters the sweep sets itself, per run
@@ -62,7 +62,7 @@ class Run:
     def name(self) -> str: return f'{self.treatment}-seed-{self.seed}'
 
 def plan(profile: str, # one of PROFILES
-         treatments: Sequence[str] = TREATMENTS, seeds: Sequence[int] = SEEDS,
+         treatments: Sequence[str] = PAPER_TREATMENTS, seeds: Sequence[int] = SEEDS,
          results_dir: Path | None = None # in place of <root>/results
         ) -> tuple[list[Run], list[Run]]:
     "The runs still to do and the runs already finished, seed by seed, every treatment within each."
@@ -127,7 +127,7 @@ class SweepReport:
 
 # %% ../../nbs/46_experiment.sweep.ipynb #59bb1aa5
 def sweep(profile: str = 'cpu', # one of PROFILES
-          treatments: Sequence[str] | None = None, # default: all of TREATMENTS
+          treatments: Sequence[str] | None = None, # default: the paper's seven (PAPER_TREATMENTS); any of TREATMENTS
           seeds: Sequence[int] | None = None, # default: the paper's SEEDS
           jobs: int = 1, # runs at once
           params: dict | None = None, # extra notebook parameters, e.g. dict(data_root='...')
@@ -135,7 +135,7 @@ def sweep(profile: str = 'cpu', # one of PROFILES
           notebook: Path | None = None, # default: <root>/nbs/run_experiment.ipynb
           progress: bool = True) -> SweepReport:
     "Run every missing treatment x seed of `profile` through papermill, `jobs` at a time."
-    treatments = list(TREATMENTS if treatments is None else treatments)
+    treatments = list(PAPER_TREATMENTS if treatments is None else treatments)
     seeds = list(SEEDS if seeds is None else seeds); params = dict(params or {})
     _check(profile, treatments, seeds, jobs, params)
     root = project_root()
@@ -168,7 +168,8 @@ def _parser() -> argparse.ArgumentParser:
                                 description='Run the missing treatment x RandomState runs of a profile.')
     p.add_argument('--profile', default='cpu', help=f'one of {tuple(PROFILES)} (default cpu)')
     p.add_argument('--jobs', type=int, default=1, help='runs at once (default 1)')
-    p.add_argument('--treatments', nargs='+', default=list(TREATMENTS), help='default: all seven')
+    p.add_argument('--treatments', nargs='+', default=list(PAPER_TREATMENTS),
+                   help=f"default: the paper's seven; any of {', '.join(TREATMENTS)}")
     p.add_argument('--seeds', nargs='+', type=int, default=list(SEEDS), help="default: the paper's five")
     p.add_argument('-p', dest='params', action='append', default=[], metavar='NAME=VALUE',
                    help='an extra notebook parameter, repeatable')
