@@ -7,13 +7,13 @@ Docs: https://posattn.github.io/posattn/encodings.alibi.html.md"""
 # %% auto #0
 __all__ = ['alibi_slopes', 'AlibiEncoding']
 
-# %% ../../nbs/18_encodings.alibi.ipynb #fe82c3a1
+# %% ../../nbs/18_encodings.alibi.ipynb #8ca92f4f
 from typing import Sequence
 import torch
 from torch import nn, Tensor
 from .terms import PositionTerms
 
-# %% ../../nbs/18_encodings.alibi.ipynb #efbb7e86
+# %% ../../nbs/18_encodings.alibi.ipynb #d5be9640
 def alibi_slopes(heads: int) -> Tensor: # [H]
     "m_h = 2^(-8h/H) for h = 1 .. H."
     return 2 ** (-8 * torch.arange(1, heads + 1, dtype=torch.float64) / heads)

@@ -55,10 +55,14 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
     'siren_2d':          dict(pe='siren',    dims=2, span='off',      threshold=0.),
     'span_2d':           dict(pe='siren',    dims=2, span='gaussian', threshold=0.),
     'span_2d_threshold': dict(pe='siren',    dims=2, span='gaussian', threshold=0.1),
+    # beyond the paper: linear attention with a stochastic positional encoding (nbs/24_layers.linear.ipynb), gated
+    'spe_sine_1d':       dict(attention='linear', dims=1, spe='sine', gated=True),
+    'spe_conv_1d':       dict(attention='linear', dims=1, spe='conv', gated=True),
+    'spe_conv_2d':       dict(attention='linear', dims=2, spe='conv', gated=True),
     # beyond the paper: the generalised attention of nbs/25_layers.gam.ipynb, its relative branch in 1-D and 2-D
     'gam_1d':            dict(attention='gam', dims=1),
     'gam_2d':            dict(attention='gam', dims=2),
-    # beyond the paper: the other positional encodings of the seed texts (nbs/12 to 19), each alone, span off
+    # beyond the paper: the other positional encodings of the seed texts (nbs/11 to 19), each alone, span off
     **{f'{pe}_{n}d': dict(pe=pe, dims=n, **_PE_OPTIONS.get((pe, n), {}))
        for pe in ('sinusoidal', 'learned', 'shaw', 'rel_bias', 'multiplicative', 'deberta', 'rope', 'alibi')
        for n in (1, 2)},

@@ -14,11 +14,14 @@ import torch
 from torch import nn, Tensor
 from ..core.geometry import relative_size
 from ..layers.block import PositionalSelfAttention
+from contextlib import nullcontext
+from ..encodings.spe import make_spe
+from ..layers.linear import LinearSelfAttention
 from ..layers.gam import GeneralizedAttention
 from ..encodings.catalogue import ABSOLUTE, make_absolute
 
 # %% ../../nbs/30_model.classifier.ipynb #9c1d85ef
-ATTENTIONS = {'positional': PositionalSelfAttention, 'gam': GeneralizedAttention}  # the attention of every block
+ATTENTIONS = {'positional': PositionalSelfAttention, 'linear': LinearSelfAttention, 'gam': GeneralizedAttention}  # the attention of every block
 
 class EncoderBlock(nn.Module):
     "A post-norm transformer encoder layer around a self-attention of `ATTENTIONS`."
@@ -55,14 +58,15 @@ class Classifier(nn.Module):
                  **options): # options of that attention (heads, pe, dims, span, threshold, version, ...)
         super().__init__()
         self.structure_size = tuple(structure_size)
-        self.position = None  # an absolute encoding ('sinusoidal', 'learned') is added to the tokens, once
-        if options.get('pe') in ABSOLUTE:
-            self.position = make_absolute(options.pop('pe'), self.structure_size, d, options.pop('pe_options', None))
-            if attention == 'positional': options['pe'] = 'none'  # the blocks then see positions through the tokens
         dims = options.setdefault('dims', len(self.structure_size))
         if dims != len(self.structure_size):
             raise ValueError(f"structure_size={list(structure_size)} has {len(self.structure_size)} dimension(s) "
                              f"but the attention has dims={dims}")
+        self.position = None  # an absolute encoding ('sinusoidal', 'learned') is added to the tokens, once
+        if options.get('pe') in ABSOLUTE:
+            self.position = make_absolute(options.pop('pe'), self.structure_size, d, options.pop('pe_options', None))
+            if attention == 'positional': options['pe'] = 'none'  # the blocks then see positions through the tokens
+        self.spe = self._shared_spe(attention, d, options)
         self.embed = nn.Sequential(nn.Dropout(dropout), nn.Linear(channels, d))
         self.blocks = nn.ModuleList(EncoderBlock(d, ffn, dropout, attention, **options) for _ in range(blocks))
         self.head = nn.Sequential(nn.Linear(d, head_hidden), nn.LayerNorm(head_hidden), nn.ReLU(),
@@ -76,8 +80,19 @@ class Classifier(nn.Module):
             raise ValueError(f"x has shape {tuple(x.shape)}; expected [B, {', '.join(map(str, S))}, C]")
         x = self.embed(x.flatten(1, -2))  # [B, N, d]
         if self.position is not None: x = self.position(x, S)
-        for block in self.blocks: x = block(x, S)
+        with self.spe.shared_draw() if self.spe is not None else nullcontext():  # one SPE draw per forward pass
+            for block in self.blocks: x = block(x, S)
         return self.head(x[:, -1])
+
+    @staticmethod
+    def _shared_spe(attention: str, d: int, options: dict):
+        "Linear attention with `spe='sine'|'conv'`: ONE stochastic positional encoding, given to every block."
+        if attention != 'linear' or options.get('spe') is None: return None
+        keys = ('gated', 'realisations', 'sines', 'kernel_size')
+        spe = make_spe(options.pop('spe'), options['dims'], d, options.get('heads', 8),
+                       **{k: options.pop(k) for k in keys if k in options})
+        options['spe'] = spe
+        return spe
 
     @property
     def version(self) -> str: return self.blocks[0].attention.version
