@@ -9,6 +9,7 @@ __all__ = ['split_heads', 'merge_heads', 'multi_head_attention', 'MultiHeadSelfA
 
 # %% ../../nbs/00_core.attention.ipynb #1b5eb12c
 import math
+from numbers import Integral
 import torch
 from torch import nn, Tensor
 
@@ -27,22 +28,31 @@ def merge_heads(x: Tensor # [B, H, N, d_H]
     return x.transpose(1, 2).reshape(B, N, H * d_head)
 
 # %% ../../nbs/00_core.attention.ipynb #576d1e74
-def multi_head_attention(q: Tensor, k: Tensor, v: Tensor, # each [B, N, d]
+def multi_head_attention(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values, each [B, N, d]
                          heads: int) -> Tensor: # [B, N, d]
     "Algorithm 2: scaled dot-product attention of every head, heads concatenated."
-    q, k, v = (split_heads(t, heads) for t in (q, k, v))
+    q, k, value = (split_heads(t, heads) for t in (q, k, value))
     a = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, N, N]
-    return merge_heads(a.softmax(-1) @ v)
+    return merge_heads(a.softmax(-1) @ value)
 
 # %% ../../nbs/00_core.attention.ipynb #77f7846a
-def _check_heads(d: int, heads: int):
-    if heads < 1 or d % heads:
+def _check_heads(d, heads) -> tuple[int, int]:
+    "`d` and `heads` as ints: positive integers (not bools), `heads` dividing `d`; else a ValueError naming them."
+    for name, value in (('d', d), ('heads', heads)):
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+            raise ValueError(f"{name}={value!r} must be a positive integer")
+    if d % heads:
         raise ValueError(f"d={d} must be divisible by heads={heads}: choose heads among the divisors of d")
+    return int(d), int(heads)
 
 class MultiHeadSelfAttention(nn.Module):
     "Algorithm 1: Q, K, V from one linear map of `x`, multi-head attention, an output map."
-    def __init__(self, d: int = 64, heads: int = 8):
-        _check_heads(d, heads)
+    def __init__(self, d: int = 64, # features of a token
+                 heads: int = 8): # H, which must divide d
+        """Plain multi-head self-attention.
+
+        d: features of a token (default 64); heads: H, the number of heads, which must divide d (default 8)."""
+        d, heads = _check_heads(d, heads)
         super().__init__()
         self.d, self.heads = d, heads
         self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
@@ -54,10 +64,10 @@ class MultiHeadSelfAttention(nn.Module):
         "Queries, keys and values of `x` [B, N, d], each split into heads: [B, H, N, d_H]."
         return tuple(split_heads(t, self.heads) for t in self.qkv(x).chunk(3, -1))
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, *args) -> Tensor:
+    def attend(self, q: Tensor, k: Tensor, value: Tensor, *args) -> Tensor:
         "Attention of split heads: [B, H, N, d_H] -> [B, H, N, d_H]. Subclasses change this one method."
         a = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-        return a.softmax(-1) @ v
+        return a.softmax(-1) @ value
 
     def forward(self, x: Tensor, *args) -> Tensor: # [B, N, d]
         "Self-attention of `x` [B, N, d]."

@@ -12,6 +12,7 @@ import math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
+from ..core.checks import check_choice, check_int, check_positive
 from ..core.geometry import normalise, relative_offsets, relative_size
 
 # %% ../../nbs/10_encodings.siren.ipynb #da965932
@@ -24,9 +25,14 @@ def sinusoids(x: Tensor, # positions [...]
 
 class BaselineEncoding(nn.Module):
     "Algorithm 3: sinusoids of the uncentred relative positions, then a linear layer d_s -> d."
-    def __init__(self, d: int = 64, d_s: int = 64):
-        super().__init__()
+    def __init__(self, d: int = 64, # output features
+                 d_s: int = 64): # sinusoidal features, even
+        """The sinusoidal baseline encoding (1-D only).
+
+        d: output features (default 64); d_s: sinusoidal features before the linear layer, even (default 64)."""
+        d, d_s = check_int('d', d), check_int('d_s', d_s)
         if d_s % 2: raise ValueError(f"d_s={d_s} must be even: sine and cosine come in pairs")
+        super().__init__()
         self.d_s, self.linear = d_s, nn.Linear(d_s, d)
 
     def forward(self, offsets: Tensor, # integer offsets [..., 1]
@@ -44,8 +50,15 @@ class SirenEncoding(nn.Module):
                  layers: int = 3, # L, linear layers in all
                  w0: float = 10., # frequency of the hidden sines
                  w0_initial: float = 10.): # frequency of the first sine
+        """The SIREN relative positional encoding.
+
+        n: positional dimensions; d: output features (default 64); hidden: width of the hidden layers (64);
+        layers: L, linear layers in all, at least 2 (3); w0: frequency of the hidden sines (10);
+        w0_initial: frequency of the first sine (10)."""
+        n, d, hidden = check_int('n', n), check_int('d', d), check_int('hidden', hidden)
+        layers = check_int('layers', layers, low=2)  # a first and a last layer
+        w0, w0_initial = check_positive('w0', w0), check_positive('w0_initial', w0_initial)
         super().__init__()
-        if layers < 2: raise ValueError(f"layers={layers} must be at least 2 (a first and a last layer)")
         self.w0, self.w0_initial = w0, w0_initial
         widths = [n] + [hidden] * (layers - 1) + [d]
         self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
@@ -64,7 +77,7 @@ class SirenEncoding(nn.Module):
     def forward(self, offsets: Tensor, # integer offsets [..., n]
                 structure_size: Sequence[int]) -> Tensor: # [..., d]
         "Encodings of the relative `offsets` in a structure of `structure_size`."
-        h = normalise(offsets, structure_size).to(self.linears[0].weight.dtype)
+        h = normalise(offsets, structure_size, self.linears[0].weight.dtype)
         *body, last = self.linears
         for l, lin in enumerate(body):
             h = torch.sin((self.w0_initial if l == 0 else self.w0) * lin(h))
@@ -77,7 +90,7 @@ def make_encoding(pe: str, # one of ENCODINGS
                   dims: int, # positional dimensions n
                   d: int = 64, **siren_kwargs) -> nn.Module | None:
     "The relative positional encoding named `pe` with `d` output features (None for 'none')."
-    if pe not in ENCODINGS: raise ValueError(f"pe={pe!r} is not one of {ENCODINGS}")
+    check_choice('pe', pe, ENCODINGS)
     if pe == 'baseline' and dims != 1:
         raise ValueError(f"pe='baseline' is one-dimensional (Algorithm 3) but dims={dims}: use pe='siren'")
     if pe == 'none': return None

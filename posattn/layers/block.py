@@ -9,14 +9,14 @@ __all__ = ['VERSIONS', 'DEFAULT_VERSION', 'SPANS', 'TERMS_VERSIONS', 'Positional
 
 # %% ../../nbs/23_layers.block.ipynb #397cd96c
 import math
-from numbers import Integral
 from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.attention import MultiHeadSelfAttention
+from ..core.checks import check_choice, check_int
+from ..core.geometry import check_structure_size, relative_size
+from ..core.span import DifferentiableSpan, check_span_args
 from ..encodings.catalogue import PAPER_ENCODINGS, make_relative, relative_terms
-from ..core.geometry import relative_size
-from ..core.span import DifferentiableSpan, _check_span_args
 from .version1 import attend_v1
 from .versions import attend_v2, attend_v3
 from .fast import attend_fast
@@ -27,10 +27,48 @@ DEFAULT_VERSION = 'fast'  # what the block and the experiments use unless told o
 SPANS = ('off', 'gaussian')
 TERMS_VERSIONS = ('v1', 'fast')  # the versions that take every slot of PositionTerms; v2 and v3 only the paper's
 
-def _choice(name: str, value, options):
-    if value not in options: raise ValueError(f"{name}={value!r} is not one of {tuple(options)}")
+# %% ../../nbs/23_layers.block.ipynb #7490e829
+def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version):
+    "The block's own constructor arguments, checked before anything is built."
+    check_span_args(threshold, init_sigma)
+    check_int('dims', dims)
+    check_choice('span', span, SPANS)
+    check_choice('version', version, VERSIONS)
+    check_int('siren_hidden', siren_hidden)
+    check_int('siren_layers', siren_layers, low=2)
+    if threshold > 0 and span == 'off':
+        raise ValueError(f"threshold={threshold} needs span='gaussian': the window is cut from the Gaussian")
 
-class PositionalSelfAttention(MultiHeadSelfAttention):
+# %% ../../nbs/23_layers.block.ipynb #d12590d2
+def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtype, device) -> tuple[int, ...]:
+    "StructureSize of the input `x` [B, N, d] as ints, or a ValueError naming what does not fit the block."
+    if not isinstance(x, Tensor) or x.dim() != 3:
+        raise ValueError(f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
+    if x.shape[-1] != d: raise ValueError(f"x has {x.shape[-1]} features; this block expects d={d}")
+    if x.dtype != dtype:
+        fix = f"x.to({dtype})" + (f" or block.to({x.dtype})" if x.is_floating_point() else "")
+        raise ValueError(f"x has dtype {x.dtype} but this block's parameters are {dtype}: convert with {fix}")
+    if x.device != device: raise ValueError(f"x is on {x.device} but this block is on {device}: move one of them")
+    S = check_structure_size(structure_size, dims)
+    if math.prod(S) != x.shape[1]:
+        raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
+    return S
+
+# %% ../../nbs/23_layers.block.ipynb #054e8f96
+class _VersionSwitch:
+    "A `version` attribute that only takes keys of VERSIONS, checked when it is set."
+    __slots__ = ()  # a mixin: the attribute lives in the module's own __dict__
+    @property
+    def version(self) -> str:
+        "The implementation in use, a key of VERSIONS; set it to switch (every version uses the same parameters)."
+        return self._version
+    @version.setter
+    def version(self, name: str):
+        check_choice('version', name, VERSIONS)
+        self._version = name
+
+# %% ../../nbs/23_layers.block.ipynb #62b5d67b
+class PositionalSelfAttention(_VersionSwitch, MultiHeadSelfAttention):
     "Figure 4: multi-head self-attention with relative positional encoding and differentiable span."
     def __init__(self, d: int = 64, # features
                  heads: int = 8, # H
@@ -45,56 +83,48 @@ class PositionalSelfAttention(MultiHeadSelfAttention):
                  siren_hidden: int = 64, # width of SIREN's hidden layers
                  version: str = DEFAULT_VERSION, # implementation, a key of VERSIONS
                  pe_options: dict | None = None): # options of the encoding's class (e.g. max_offset), not SIREN's
-        _choice('span', span, SPANS)
-        _choice('version', version, VERSIONS)
-        _check_span_args(threshold, init_sigma)
-        if not (isinstance(dims, int) and dims >= 1): raise ValueError(f"dims={dims!r} must be a positive integer")
-        if threshold > 0 and span == 'off':
-            raise ValueError(f"threshold={threshold} needs span='gaussian': the window is cut from the Gaussian")
+        """Positional multi-head self-attention; call it as block(x [B, N, d], structure_size) -> [B, N, d].
+
+        d: features (64); heads: H, dividing d (8); pe: positional encoding, 'siren', 'baseline' (1-D), 'none' or
+        another relative encoding ('shaw', 'rel_bias', 'multiplicative', 'deberta', 'rope', 'alibi');
+        dims: positional dimensions n (1); span: differentiable span, 'off' or 'gaussian'; threshold: t in [0, 1)
+        that cuts a window from the Gaussian, 0 keeps every key; init_sigma: initial sigma of the span (0.3);
+        w0, w0_initial: SIREN's hidden and first-layer frequencies (10); siren_layers: SIREN's L (3);
+        siren_hidden: width of SIREN's hidden layers (64); version: implementation, a key of VERSIONS ('fast');
+        pe_options: keyword arguments of the encoding's class, e.g. dict(max_offset=8) (None)."""
+        _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version)
         super().__init__(d, heads)
-        self.dims, d_head = dims, d // heads
-        self.pe, self.encoding = pe, make_relative(pe, dims, d, heads, pe_options, hidden=siren_hidden,
+        self.dims, d_head = int(dims), self.d // self.heads
+        self.pe, self.encoding = pe, make_relative(pe, self.dims, self.d, self.heads, pe_options, hidden=siren_hidden,
                                                    layers=siren_layers, w0=w0, w0_initial=w0_initial)
-        self.u = nn.Parameter(nn.init.xavier_uniform_(torch.empty(heads, d_head)))
+        self.u = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head)))
         uses_v = pe in ('siren', 'baseline')  # Transformer-XL's positional bias belongs to the paper's encodings
-        self.v = nn.Parameter(nn.init.xavier_uniform_(torch.empty(heads, d_head))) if uses_v else None
-        self.span = DifferentiableSpan(dims, init_sigma, threshold) if span == 'gaussian' else None
+        self.v = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head))) if uses_v else None
+        self.span = DifferentiableSpan(self.dims, init_sigma, threshold) if span == 'gaussian' else None
         self.version = version
 
-    @property
-    def version(self) -> str: return self._version
-    @version.setter
-    def version(self, name: str):
-        _choice('version', name, VERSIONS)
-        if name not in TERMS_VERSIONS and self.pe not in PAPER_ENCODINGS:
+    def _set_version(self, name: str):
+        "Switch the version; the paper's layouts (v2, v3) take the paper's encodings only."
+        if name in VERSIONS and name not in TERMS_VERSIONS and self.pe not in PAPER_ENCODINGS:
             raise ValueError(f"version={name!r} is one of the paper's layouts (Appendix A), which have slots for the paper's "
                              f"encodings only {PAPER_ENCODINGS}; pe={self.pe!r} needs one of {TERMS_VERSIONS}")
-        self._version = name
+        _VersionSwitch.version.fset(self, name)
+    version = property(_VersionSwitch.version.fget, _set_version, doc=_VersionSwitch.version.__doc__)
 
     def span_size(self, structure_size: Sequence[int]) -> tuple[int, ...]:
         "The current SpanSize for `structure_size` (RelativeSize without a span or threshold)."
         return self.span.span_size(structure_size) if self.span else relative_size(structure_size)
 
-    def _check_input(self, x: Tensor, structure_size) -> tuple[int, ...]:
-        if x.dim() != 3: raise ValueError(f"x must be [B, N, d]; got a tensor of shape {tuple(x.shape)}")
-        if x.shape[-1] != self.d: raise ValueError(f"x has {x.shape[-1]} features; this block expects d={self.d}")
-        S = tuple(structure_size)
-        if len(S) != self.dims or not all(isinstance(s, Integral) and s >= 1 for s in S):
-            raise ValueError(f"structure_size={list(S)} must be {self.dims} positive integer(s): dims={self.dims}")
-        S = tuple(int(s) for s in S)
-        if math.prod(S) != x.shape[1]:
-            raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
-        return S
-
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, S: tuple[int, ...]) -> Tensor:
+    def attend(self, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
         "The chosen version of the attention, on split heads [B, H, N, d_H]."
         terms = relative_terms(self.encoding, S, self.heads)
         gauss = (lambda off: self.span(off, S)) if self.span is not None else None
-        if self.version not in TERMS_VERSIONS:  # the paper's two slots (the constructor refused any other encoding)
-            return VERSIONS[self.version](q, k, v, self.u, self.v, S, self.span_size(S), terms.query, gauss)
-        return VERSIONS[self.version](q, k, v, self.u, self.v, S, self.span_size(S), terms=terms.times(gauss))
+        if self.version not in TERMS_VERSIONS:  # the paper's two slots (the version setter refused any other encoding)
+            return VERSIONS[self.version](q, k, value, self.u, self.v, S, self.span_size(S), terms.query, gauss)
+        return VERSIONS[self.version](q, k, value, self.u, self.v, S, self.span_size(S), terms=terms.times(gauss))
 
     def forward(self, x: Tensor, # tokens [B, N, d], flattened row-major
                 structure_size: Sequence[int]) -> Tensor: # [B, N, d]
         "Positional multi-head self-attention of `x` laid out in `structure_size`."
-        return super().forward(x, self._check_input(x, structure_size))
+        S = _check_input(x, structure_size, self.d, self.dims, self.qkv.weight.dtype, self.qkv.weight.device)
+        return super().forward(x, S)

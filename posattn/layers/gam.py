@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from ..core.attention import split_heads, merge_heads, MultiHeadSelfAttention
+from ..core.checks import check_choice
 
 # %% ../../nbs/25_layers.gam.ipynb #e110878e
 def power_feature(u: Tensor, # any shape
@@ -29,9 +30,6 @@ def power_feature(u: Tensor, # any shape
 # %% ../../nbs/25_layers.gam.ipynb #0af39adc
 DISTANCES = ('manhattan', 'chebyshev')
 
-def _choice(name: str, value, options):
-    if value not in options: raise ValueError(f"{name}={value!r} is not one of {tuple(options)}")
-
 def grid_coordinates(structure_size: Sequence[int], # S: n sizes
                      device=None) -> Tensor: # [N, n] integer coordinates, row-major (last dimension fastest)
     "The coordinates of every token of a structure of size `structure_size`."
@@ -42,7 +40,7 @@ def relative_counts(structure_size: Sequence[int], # S
                     distance: str = 'manhattan', # 'manhattan' (L1) or 'chebyshev' (L-infinity)
                     device=None) -> Tensor: # [N, N] integer counts r[alpha, beta] >= 1
     "Eqs. 28-29 in n-D: 1 for a token and itself, 2 + (elements between) = 1 + distance otherwise."
-    _choice('distance', distance, DISTANCES)
+    check_choice('distance', distance, DISTANCES)
     c = grid_coordinates(structure_size, device)
     gap = (c[:, None] - c[None]).abs()  # [N, N, n]
     return 1 + (gap.sum(-1) if distance == 'manhattan' else gap.amax(-1))
@@ -69,8 +67,8 @@ def _positive_int(name: str, value):
 
 def _check_gam_args(d, heads, dims, matrices, form, power, degree, mixing, combine, c1, learn_c1, distance):
     "Refuse every invalid option of GeneralizedAttention, naming it."
-    _choice('form', form, FORMS); _choice('mixing', mixing, MIXINGS)
-    _choice('combine', combine, COMBINES); _choice('distance', distance, DISTANCES)
+    check_choice('form', form, FORMS); check_choice('mixing', mixing, MIXINGS)
+    check_choice('combine', combine, COMBINES); check_choice('distance', distance, DISTANCES)
     for name, value in (('d', d), ('heads', heads), ('dims', dims), ('matrices', matrices)): _positive_int(name, value)
     if d % heads: raise ValueError(f"d={d} must be divisible by heads={heads}: choose heads among the divisors of d")
     if form == 'power' and not (isinstance(power, Real) and math.isfinite(power) and power > 0):

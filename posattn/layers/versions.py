@@ -9,14 +9,13 @@ __all__ = ['patch_size_v2', 'attend_v2', 'attend_v3']
 
 # %% ../../nbs/21_layers.versions.ipynb #37ad5880
 import math
-from numbers import Integral
 from typing import Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from ..core.geometry import relative_offsets, relative_size
-from ..core.scores import attention_weights
-from .version1 import Encode, Gauss
+from ..core.scores import attention_weights, weighted_sum
+from .version1 import Encode, Gauss, check_attend_args
 
 # %% ../../nbs/21_layers.versions.ipynb #40d64bdb
 def _unfold(x: Tensor, # [..., *size_in, *features], positional dims starting at `first`
@@ -27,15 +26,6 @@ def _unfold(x: Tensor, # [..., *size_in, *features], positional dims starting at
     n = len(size)
     for j, p in enumerate(size): x = x.unfold(first + j, p, 1)
     return x.movedim(list(range(-n, 0)), list(range(first + n, first + 2 * n)))
-
-# %% ../../nbs/21_layers.versions.ipynb #8c93d53a
-def _check_sizes(structure_size: Sequence[int], span_size: Sequence[int], k: Tensor):
-    S, W = tuple(structure_size), tuple(span_size)
-    if len(W) != len(S) or not all(isinstance(w, Integral) and w % 2 == 1 and 1 <= w <= r for w, r in zip(W, relative_size(S))):
-        raise ValueError(f"span_size={list(W)} must hold one odd integer from 1 to 2S-1={list(relative_size(S))} "
-                         f"per dimension of structure_size={list(S)}")
-    if k.dim() != 4 or k.shape[2] != math.prod(S):
-        raise ValueError(f"k has shape {tuple(k.shape)}; expected [B, H, N={math.prod(S)}, d_H] for structure_size={list(S)}")
 
 # %% ../../nbs/21_layers.versions.ipynb #0d0c5498
 def patch_size_v2(span_size: Sequence[int], structure_size: Sequence[int]) -> tuple[int, ...]:
@@ -103,33 +93,39 @@ def _mask_v2(span_size: Sequence[int], structure_size: Sequence[int], patch_size
 # %% ../../nbs/21_layers.versions.ipynb #48a0924d
 def _patch_scores(q: Tensor, # [B, H, N, d_H]
                   k_star: Tensor, # [B, H, N, N_p, d_H]
-                  u: Tensor, v_bias: Tensor | None, # [H, d_H]
+                  u: Tensor, v: Tensor | None, # content and positional bias [H, d_H]
                   p: Tensor | None # P [N, N_p, H, d_H]
                  ) -> Tensor: # [B, H, N, N_p]
     "Formula 4: content attention, content bias, positional attention, positional bias."
     a = torch.einsum('bhqd,bhqkd->bhqk', q, k_star) + torch.einsum('hd,bhqkd->bhqk', u, k_star)
     if p is not None:
-        a = a + torch.einsum('bhqd,qkhd->bhqk', q, p) + torch.einsum('hd,qkhd->hqk', v_bias, p)
+        a = a + torch.einsum('bhqd,qkhd->bhqk', q, p) + torch.einsum('hd,qkhd->hqk', v, p)
     return a
 
-def attend_v2(q: Tensor, k: Tensor, v: Tensor, # [B, H, N, d_H]
+def _slot_sum(w: Tensor, # weights [B, H, N, N_p]
+              value_star: Tensor, # V* [B, H, N, N_p, d_H]
+              mask: Tensor | None # [N, N_p]
+             ) -> Tensor: # [B, H, N, d_H]
+    "Each query's weighted sum of its own slots' values; slots outside the mask take no part."
+    return weighted_sum(w[..., None, :], value_star, None if mask is None else mask[:, None, :])[..., 0, :]
+
+def attend_v2(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
               u: Tensor, # content bias [H, d_H]
-              v_bias: Tensor | None, # positional bias [H, d_H]; None without a PE
+              v: Tensor | None, # positional bias [H, d_H]; None without a PE
               structure_size: Sequence[int],
               span_size: Sequence[int], # the window; RelativeSize means no mask
               encode: Encode | None = None, gaussian: Gauss | None = None
              ) -> Tensor: # [B, H, N, d_H]
     "Version 2: attention over each query's patch of min(SpanSize, StructureSize) keys, K* and V* materialised."
-    S, W = tuple(structure_size), tuple(span_size)
-    _check_sizes(S, W, k)
+    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size, encode)
     patch = patch_size_v2(W, S)
-    k_star, v_star = _keys_v2(k, S, patch), _keys_v2(v, S, patch)  # [B, H, N, N_p, d_H]
+    k_star, value_star = _keys_v2(k, S, patch), _keys_v2(value, S, patch)  # [B, H, N, N_p, d_H]
     offsets = relative_offsets(W, q.device)  # the window's offsets [*W, n]
     p = _pe_v2(encode(offsets), S, patch) if encode is not None else None  # [N, N_p, H, d_H]
     g = _pe_v2(gaussian(offsets), S, patch) if gaussian is not None else None  # [N, N_p]
     mask = _mask_v2(W, S, patch, q.device) if W != relative_size(S) else None  # [N, N_p]
-    w = attention_weights(_patch_scores(q, k_star, u, v_bias, p), q.shape[-1], g, mask)
-    return torch.einsum('bhqk,bhqkd->bhqd', w, v_star)
+    w = attention_weights(_patch_scores(q, k_star, u, v, p), q.shape[-1], g, mask)
+    return _slot_sum(w, value_star, mask)
 
 # %% ../../nbs/21_layers.versions.ipynb #db1c9b92
 def _keys_v3(k: Tensor, # keys (or values) [B, H, N, d_H]
@@ -160,28 +156,28 @@ def _mask_v3(span_size: Sequence[int], structure_size: Sequence[int], device=Non
 # %% ../../nbs/21_layers.versions.ipynb #7b4df1e7
 def _window_scores(q: Tensor, # [B, H, N, d_H]
                    k_star: Tensor, # [B, H, N, N_p, d_H]
-                   u: Tensor, v_bias: Tensor | None, # [H, d_H]
+                   u: Tensor, v: Tensor | None, # content and positional bias [H, d_H]
                    e_hat: Tensor | None # [N_p, H, d_H]
                   ) -> Tensor: # [B, H, N, N_p]
     "Formula 5: Formula 4 with the rows of P replaced by the one shared E-hat."
     a = torch.einsum('bhqd,bhqkd->bhqk', q, k_star) + torch.einsum('hd,bhqkd->bhqk', u, k_star)
     if e_hat is not None:
-        a = a + torch.einsum('bhqd,khd->bhqk', q, e_hat) + torch.einsum('hd,khd->hk', v_bias, e_hat)[:, None, :]
+        a = a + torch.einsum('bhqd,khd->bhqk', q, e_hat) + torch.einsum('hd,khd->hk', v, e_hat)[:, None, :]
     return a
 
-def attend_v3(q: Tensor, k: Tensor, v: Tensor, # [B, H, N, d_H]
+def attend_v3(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
               u: Tensor, # content bias [H, d_H]
-              v_bias: Tensor | None, # positional bias [H, d_H]; None without a PE
+              v: Tensor | None, # positional bias [H, d_H]; None without a PE
               structure_size: Sequence[int],
               span_size: Sequence[int], # the window, also the patch
               encode: Encode | None = None, gaussian: Gauss | None = None
              ) -> Tensor: # [B, H, N, d_H]
     "Version 3: attention over a SpanSize window around each query, keys padded, K* and V* materialised."
-    S, W = tuple(structure_size), tuple(span_size)
-    _check_sizes(S, W, k)
-    k_star, v_star = _keys_v3(k, S, W), _keys_v3(v, S, W)  # [B, H, N, N_p, d_H]
+    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size, encode)
+    k_star, value_star = _keys_v3(k, S, W), _keys_v3(value, S, W)  # [B, H, N, N_p, d_H]
     offsets = relative_offsets(W, q.device)  # [*W, n]
     e_hat = _pe_v3(encode(offsets), W) if encode is not None else None  # [N_p, H, d_H]
     g_hat = _pe_v3(gaussian(offsets), W) if gaussian is not None else None  # [N_p]
-    w = attention_weights(_window_scores(q, k_star, u, v_bias, e_hat), q.shape[-1], g_hat, _mask_v3(W, S, q.device))
-    return torch.einsum('bhqk,bhqkd->bhqd', w, v_star)
+    mask = _mask_v3(W, S, q.device)  # [N, N_p]
+    w = attention_weights(_window_scores(q, k_star, u, v, e_hat), q.shape[-1], g_hat, mask)
+    return _slot_sum(w, value_star, mask)
