@@ -13,14 +13,9 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from .siren import sinusoids
-from .terms import positions
+from .terms import pairs_per_axis, positions
 
 # %% ../../nbs/12_encodings.absolute.ipynb #2c2b55da
-def _pairs_per_axis(d: int, dims: int) -> list[int]:
-    "Sine-cosine pairs of each coordinate: d/2 pairs shared out as evenly as possible, the first axes first."
-    p = d // 2
-    return [p // dims + (k < p % dims) for k in range(dims)]
-
 def _check_absolute(d: int, dims: int):
     if not (isinstance(dims, int) and dims >= 1): raise ValueError(f"dims={dims!r} must be a positive integer")
     if d % 2 or d // 2 < dims:
@@ -37,7 +32,7 @@ class SinusoidalPositions(nn.Module):
     def encodings(self, structure_size: Sequence[int], dtype=torch.float32, device=None) -> Tensor: # [N, d]
         "The code pi_t of every token of `structure_size`."
         pos = positions(structure_size, device).to(dtype)
-        return torch.cat([sinusoids(pos[:, k], 2 * p) for k, p in enumerate(_pairs_per_axis(self.d, self.dims))], -1)
+        return torch.cat([sinusoids(pos[:, k], 2 * p) for k, p in enumerate(pairs_per_axis(self.d, self.dims))], -1)
 
     def forward(self, x: Tensor, # tokens [B, N, d]
                 structure_size: Sequence[int]) -> Tensor: # [B, N, d]

@@ -12,8 +12,7 @@ import math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .terms import PositionTerms, check_max_offset, table_index, table_size
-from .shaw import _table
+from .terms import PositionTerms, check_max_offset, learned_table, table_index, table_size
 
 # %% ../../nbs/14_encodings.bias.ipynb #5a415c57
 def t5_bucket(offsets: Tensor, # integer offsets [..., 1] (key minus query)
@@ -48,7 +47,7 @@ class RelativeBias(nn.Module):
             if not (isinstance(max_distance, int) and max_distance > buckets // 4):
                 raise ValueError(f"max_distance={max_distance!r} must be an integer above buckets/4={buckets // 4}")
         self.dims, self.heads, self.max_offset, self.buckets, self.max_distance = dims, heads, max_offset, buckets, max_distance
-        self.table = _table(buckets if buckets else table_size(dims, max_offset), heads, init_std)
+        self.table = learned_table(buckets if buckets else table_size(dims, max_offset), heads, init_std)
 
     def index(self, offsets: Tensor) -> Tensor: # long [...]
         "The table entry of each offset."

@@ -11,8 +11,7 @@ __all__ = ['RotaryEncoding']
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .terms import PositionTerms, positions
-from .absolute import _pairs_per_axis
+from .terms import PositionTerms, pairs_per_axis, positions
 
 # %% ../../nbs/17_encodings.rope.ipynb #607a7482
 def _check_rope(d: int, heads: int, dims: int):
@@ -36,7 +35,7 @@ class RotaryEncoding(nn.Module):
         "The angle of every feature pair of every token."
         pos = positions(structure_size, device).to(dtype)
         out = []
-        for k, p in enumerate(_pairs_per_axis(self.d_head, self.dims)):
+        for k, p in enumerate(pairs_per_axis(self.d_head, self.dims)):
             theta = self.base ** (-torch.arange(p, dtype=dtype, device=device) / p)
             out.append(pos[:, k:k + 1] * theta)
         return torch.cat(out, -1)

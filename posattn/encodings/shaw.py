@@ -11,13 +11,9 @@ __all__ = ['ShawEncoding']
 import torch
 from torch import nn, Tensor
 from typing import Sequence
-from .terms import PositionTerms, check_max_offset, table_index, table_size
+from .terms import PositionTerms, check_max_offset, learned_table, table_index, table_size
 
 # %% ../../nbs/13_encodings.shaw.ipynb #68c00780
-def _table(rows: int, width: int, init_std: float) -> nn.Parameter:
-    "A learned table [rows, width] of small truncated-normal entries."
-    return nn.Parameter(nn.init.trunc_normal_(torch.empty(rows, width), std=init_std, a=-2 * init_std, b=2 * init_std))
-
 class ShawEncoding(nn.Module):
     "Shaw et al.: learned key-space (and value-space) vectors of the clipped offset, shared by the heads."
     def __init__(self, dims: int, # positional dimensions n
@@ -31,8 +27,8 @@ class ShawEncoding(nn.Module):
         if not isinstance(values, bool): raise ValueError(f"values={values!r} must be True or False")
         self.dims, self.heads, self.d_head, self.max_offset = dims, heads, d // heads, max_offset
         rows = table_size(dims, max_offset)
-        self.keys = _table(rows, self.d_head, init_std)  # a^K
-        self.values = _table(rows, self.d_head, init_std) if values else None  # a^V
+        self.keys = learned_table(rows, self.d_head, init_std)  # a^K
+        self.values = learned_table(rows, self.d_head, init_std) if values else None  # a^V
 
     def _lookup(self, table: Tensor, offsets: Tensor) -> Tensor: # [..., H, d_H]
         "The table's vector of each clipped offset, the same for every head."

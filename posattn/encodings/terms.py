@@ -6,13 +6,13 @@ Docs: https://posattn.github.io/posattn/encodings.terms.html.md"""
 
 # %% auto #0
 __all__ = ['OffsetFn', 'Rotation', 'PositionTerms', 'position_terms', 'check_max_offset', 'table_size', 'table_index',
-           'positions', 'reference_attention']
+           'positions', 'pairs_per_axis', 'learned_table', 'reference_attention']
 
 # %% ../../nbs/11_encodings.terms.ipynb #9f801b09
 import math
 from typing import Callable, NamedTuple, Sequence
 import torch
-from torch import Tensor
+from torch import nn, Tensor
 
 # %% ../../nbs/11_encodings.terms.ipynb #e3552c18
 OffsetFn = Callable[[Tensor], Tensor]  # integer offsets [..., n] (key minus query) -> values [..., *slot shape]
@@ -83,6 +83,18 @@ def positions(structure_size: Sequence[int], device=None) -> Tensor: # long [N, 
     "The integer coordinates of every token of `structure_size`, in the row-major order of the tokens."
     axes = [torch.arange(s, device=device) for s in structure_size]
     return torch.stack(torch.meshgrid(*axes, indexing='ij'), -1).reshape(-1, len(structure_size))
+
+# %% ../../nbs/11_encodings.terms.ipynb #a11d3428
+def pairs_per_axis(features: int, # features shared out, two per pair
+                   dims: int) -> list[int]: # pairs of each coordinate
+    "features/2 pairs shared out over `dims` coordinates as evenly as possible, the first coordinates first."
+    p = features // 2
+    return [p // dims + (k < p % dims) for k in range(dims)]
+
+def learned_table(rows: int, width: int, init_std: float = 0.02) -> nn.Parameter: # [rows, width]
+    "A learned table of small truncated-normal entries (cut at two standard deviations)."
+    if not init_std > 0: raise ValueError(f"init_std={init_std!r} must be positive")
+    return nn.Parameter(nn.init.trunc_normal_(torch.empty(rows, width), std=init_std, a=-2 * init_std, b=2 * init_std))
 
 # %% ../../nbs/11_encodings.terms.ipynb #9413378f
 def reference_attention(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]

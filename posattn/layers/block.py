@@ -67,8 +67,21 @@ class _VersionSwitch:
         check_choice('version', name, VERSIONS)
         self._version = name
 
+# %% ../../nbs/23_layers.block.ipynb #f9dac9c0
+class _EncodingVersionSwitch(_VersionSwitch):
+    "The version switch of a block with encoding `self.pe`: the paper's layouts (v2, v3) take the paper's encodings only."
+    __slots__ = ()
+    @property
+    def version(self) -> str: return _VersionSwitch.version.fget(self)
+    @version.setter
+    def version(self, name: str):
+        if name in VERSIONS and name not in TERMS_VERSIONS and self.pe not in PAPER_ENCODINGS:
+            raise ValueError(f"version={name!r} is one of the paper's layouts (Appendix A), which have slots for the paper's "
+                             f"encodings only {PAPER_ENCODINGS}; pe={self.pe!r} needs one of {TERMS_VERSIONS}")
+        _VersionSwitch.version.fset(self, name)
+
 # %% ../../nbs/23_layers.block.ipynb #62b5d67b
-class PositionalSelfAttention(_VersionSwitch, MultiHeadSelfAttention):
+class PositionalSelfAttention(_EncodingVersionSwitch, MultiHeadSelfAttention):
     "Figure 4: multi-head self-attention with relative positional encoding and differentiable span."
     def __init__(self, d: int = 64, # features
                  heads: int = 8, # H
@@ -85,31 +98,20 @@ class PositionalSelfAttention(_VersionSwitch, MultiHeadSelfAttention):
                  pe_options: dict | None = None): # options of the encoding's class (e.g. max_offset), not SIREN's
         """Positional multi-head self-attention; call it as block(x [B, N, d], structure_size) -> [B, N, d].
 
-        d: features (64); heads: H, dividing d (8); pe: positional encoding, 'siren', 'baseline' (1-D), 'none' or
-        another relative encoding ('shaw', 'rel_bias', 'multiplicative', 'deberta', 'rope', 'alibi');
+        d: features (64); heads: H, dividing d (8); pe: positional encoding, one of RELATIVE_ENCODINGS ('siren');
         dims: positional dimensions n (1); span: differentiable span, 'off' or 'gaussian'; threshold: t in [0, 1)
         that cuts a window from the Gaussian, 0 keeps every key; init_sigma: initial sigma of the span (0.3);
         w0, w0_initial: SIREN's hidden and first-layer frequencies (10); siren_layers: SIREN's L (3);
-        siren_hidden: width of SIREN's hidden layers (64); version: implementation, a key of VERSIONS ('fast');
-        pe_options: keyword arguments of the encoding's class, e.g. dict(max_offset=8) (None)."""
+        siren_hidden: width of SIREN's hidden layers (64); version: a key of VERSIONS ('fast'); pe_options: options."""
         _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version)
         super().__init__(d, heads)
         self.dims, d_head = int(dims), self.d // self.heads
         self.pe, self.encoding = pe, make_relative(pe, self.dims, self.d, self.heads, pe_options, hidden=siren_hidden,
                                                    layers=siren_layers, w0=w0, w0_initial=w0_initial)
         self.u = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head)))
-        uses_v = pe in ('siren', 'baseline')  # Transformer-XL's positional bias belongs to the paper's encodings
-        self.v = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head))) if uses_v else None
+        self.v = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head))) if pe in ('siren', 'baseline') else None
         self.span = DifferentiableSpan(self.dims, init_sigma, threshold) if span == 'gaussian' else None
         self.version = version
-
-    def _set_version(self, name: str):
-        "Switch the version; the paper's layouts (v2, v3) take the paper's encodings only."
-        if name in VERSIONS and name not in TERMS_VERSIONS and self.pe not in PAPER_ENCODINGS:
-            raise ValueError(f"version={name!r} is one of the paper's layouts (Appendix A), which have slots for the paper's "
-                             f"encodings only {PAPER_ENCODINGS}; pe={self.pe!r} needs one of {TERMS_VERSIONS}")
-        _VersionSwitch.version.fset(self, name)
-    version = property(_VersionSwitch.version.fget, _set_version, doc=_VersionSwitch.version.__doc__)
 
     def span_size(self, structure_size: Sequence[int]) -> tuple[int, ...]:
         "The current SpanSize for `structure_size` (RelativeSize without a span or threshold)."
@@ -117,11 +119,10 @@ class PositionalSelfAttention(_VersionSwitch, MultiHeadSelfAttention):
 
     def attend(self, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
         "The chosen version of the attention, on split heads [B, H, N, d_H]."
-        terms = relative_terms(self.encoding, S, self.heads)
-        gauss = (lambda off: self.span(off, S)) if self.span is not None else None
-        if self.version not in TERMS_VERSIONS:  # the paper's two slots (the version setter refused any other encoding)
-            return VERSIONS[self.version](q, k, value, self.u, self.v, S, self.span_size(S), terms.query, gauss)
-        return VERSIONS[self.version](q, k, value, self.u, self.v, S, self.span_size(S), terms=terms.times(gauss))
+        terms = relative_terms(self.encoding, S, self.heads).times((lambda off: self.span(off, S)) if self.span else None)
+        if self.version not in TERMS_VERSIONS:  # the paper's two slots (the version switch refused any other encoding)
+            return VERSIONS[self.version](q, k, value, self.u, self.v, S, self.span_size(S), terms.query, terms.factor)
+        return VERSIONS[self.version](q, k, value, self.u, self.v, S, self.span_size(S), terms=terms)
 
     def forward(self, x: Tensor, # tokens [B, N, d], flattened row-major
                 structure_size: Sequence[int]) -> Tensor: # [B, N, d]
