@@ -13,11 +13,13 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from .siren import sinusoids
+from ..core.checks import check_int, check_positive
+from ..core.geometry import check_structure_size
 from .terms import pairs_per_axis, positions
 
 # %% ../../nbs/12_encodings.absolute.ipynb #2c2b55da
 def _check_absolute(d: int, dims: int):
-    if not (isinstance(dims, int) and dims >= 1): raise ValueError(f"dims={dims!r} must be a positive integer")
+    check_int('dims', dims)
     if d % 2 or d // 2 < dims:
         raise ValueError(f"d={d} must be even with at least one sine-cosine pair per coordinate (dims={dims})")
 
@@ -53,10 +55,8 @@ class LearnedPositions(nn.Module):
                  d: int = 64, # features of the tokens
                  init_std: float = 0.02): # standard deviation of the (truncated normal) initial entries
         super().__init__()
-        S = list(structure_size)
-        if not (S and all(isinstance(s, int) and s >= 1 for s in S)):
-            raise ValueError(f"structure_size={S} must be a non-empty list of positive integers")
-        if not init_std > 0: raise ValueError(f"init_std={init_std!r} must be positive")
+        S = list(check_structure_size(structure_size))
+        check_positive('init_std', init_std)
         self.structure_size, self.dims, self.d = tuple(S), len(S), d
         self.table = nn.Parameter(nn.init.trunc_normal_(torch.empty(*S, d), std=init_std, a=-2 * init_std, b=2 * init_std))
 

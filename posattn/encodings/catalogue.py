@@ -12,6 +12,7 @@ __all__ = ['PAPER_ENCODINGS', 'RELATIVE', 'ABSOLUTE', 'RELATIVE_ENCODINGS', 'ENC
 import inspect
 from typing import Sequence
 from torch import nn
+from ..core.checks import check_choice
 from .terms import PositionTerms
 from .siren import make_encoding
 from .absolute import SinusoidalPositions, LearnedPositions
@@ -49,7 +50,7 @@ def make_relative(pe: str, # one of RELATIVE_ENCODINGS
     if pe in ABSOLUTE:
         raise ValueError(f"pe={pe!r} is an absolute encoding: the Classifier adds it to the tokens before the first "
                          f"block; an attention layer takes one of {RELATIVE_ENCODINGS}")
-    if pe not in RELATIVE_ENCODINGS: raise ValueError(f"pe={pe!r} is not one of {ENCODINGS}")
+    check_choice('pe', pe, RELATIVE_ENCODINGS)
     if pe in PAPER_ENCODINGS:
         if options: raise ValueError(f"pe_options={options} are not used by pe={pe!r}: set SIREN's options on the block "
                                      f"(w0, w0_initial, siren_layers, siren_hidden)")

@@ -13,6 +13,7 @@ import math
 from typing import Callable, NamedTuple, Sequence
 import torch
 from torch import nn, Tensor
+from ..core.checks import check_int, check_positive
 
 # %% ../../nbs/11_encodings.terms.ipynb #e3552c18
 OffsetFn = Callable[[Tensor], Tensor]  # integer offsets [..., n] (key minus query) -> values [..., *slot shape]
@@ -59,9 +60,7 @@ def position_terms(encode: OffsetFn | None = None, # the paper's query-side enco
 # %% ../../nbs/11_encodings.terms.ipynb #6f922c2d
 def check_max_offset(max_offset) -> int:
     "`max_offset` (the clipping distance k of an offset table) if it is a positive integer; a ValueError otherwise."
-    if isinstance(max_offset, bool) or not isinstance(max_offset, int) or max_offset < 1:
-        raise ValueError(f"max_offset={max_offset!r} must be a positive integer: the clipping distance of the offset table")
-    return max_offset
+    return check_int('max_offset', max_offset)
 
 def table_size(dims: int, max_offset: int, signed: bool = True) -> int:
     "Entries of the table of clipped offsets: (2k + 1)^n, or (k + 1)^n for distances (`signed=False`)."
@@ -93,7 +92,7 @@ def pairs_per_axis(features: int, # features shared out, two per pair
 
 def learned_table(rows: int, width: int, init_std: float = 0.02) -> nn.Parameter: # [rows, width]
     "A learned table of small truncated-normal entries (cut at two standard deviations)."
-    if not init_std > 0: raise ValueError(f"init_std={init_std!r} must be positive")
+    check_positive('init_std', init_std)
     return nn.Parameter(nn.init.trunc_normal_(torch.empty(rows, width), std=init_std, a=-2 * init_std, b=2 * init_std))
 
 # %% ../../nbs/11_encodings.terms.ipynb #9413378f
