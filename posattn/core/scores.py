@@ -29,10 +29,12 @@ def attention_weights(a: Tensor, # scores [..., N_q, N_k]
                       d_head: int, # d_H, for the 1/sqrt(d_H) scaling
                       g: Tensor | None = None, # Gaussian weights, broadcastable to `a`
                       mask: Tensor | None = None, # True where the key is inside the span, broadcastable to `a`
+                      bias: Tensor | None = None, # added after the scaling (relative biases), broadcastable to `a`
                      ) -> Tensor: # softmax weights [..., N_q, N_k]
-    "Algorithm 8 then softmax: multiply by `g`, scale by 1/sqrt(d_head), set keys outside `mask` to -inf."
+    "Algorithm 8 then softmax: multiply by `g`, scale by 1/sqrt(d_head), add `bias`, set keys outside `mask` to -inf."
     if g is not None: a = a * g
     a = a / math.sqrt(d_head)
+    if bias is not None: a = a + bias
     if mask is not None: a = a.masked_fill(~mask, float('-inf'))
     return a.softmax(-1)
 

@@ -6,11 +6,11 @@ Docs: https://posattn.github.io/posattn/experiment.benchmark.html.md"""
 
 # %% auto #0
 __all__ = ['PEAK_FACTOR', 'FLOORS', 'TRAIN_FLOOR', 'TRAIN_PLAIN', 'TRAIN_MODELS', 'TRAIN_LIMITS', 'TRAIN_MEMORY_LIMIT',
-           'sigma_for_span', 'measure', 'machine_info', 'run_cases', 'summary_rows', 'summary_table', 'target_line',
-           'summary_markdown', 'plot_cases', 'SdpaAttention', 'train_structure', 'set_sigmas', 'train_model',
-           'learned_sigmas', 'measure_train', 'train_name', 'train_rows', 'train_table', 'train_ratio_table',
-           'train_target_lines', 'train_summary_markdown', 'plot_train', 'profile_train_step', 'profile_totals',
-           'profile_markdown']
+           'sigma_for_span', 'measure', 'machine_info', 'run_cases', 'summary_rows', 'summary_table', 'encodings_table',
+           'target_line', 'summary_markdown', 'plot_cases', 'SdpaAttention', 'train_structure', 'set_sigmas',
+           'train_model', 'learned_sigmas', 'measure_train', 'train_name', 'train_rows', 'train_table',
+           'train_ratio_table', 'train_target_lines', 'train_summary_markdown', 'plot_train', 'profile_train_step',
+           'profile_totals', 'profile_markdown']
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #3d766857
 import datetime, inspect, json, math, os, platform, re, resource, statistics, subprocess, sys, tempfile, time
@@ -28,6 +28,7 @@ from .runner import resolve_device
 from ..layers.block import VERSIONS, PositionalSelfAttention
 from ..core.geometry import relative_size
 from ..core.span import span_size as _span_size
+from ..encodings.catalogue import PAPER_ENCODINGS, RELATIVE_ENCODINGS
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #96cfe806
 def sigma_for_span(span_size: Sequence[int], # the wanted SpanSize, odd, per dimension
@@ -82,9 +83,9 @@ def _limit_memory(gb: float):
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #a4732b2a
-def _layer(structure_size, span_size, d: int, heads: int) -> PositionalSelfAttention:
-    "The measured layer: SIREN PE and a Gaussian span whose sigma gives `span_size` (None: full span, no threshold)."
-    block = PositionalSelfAttention(d, heads, pe='siren', dims=len(structure_size), span='gaussian',
+def _layer(structure_size, span_size, d: int, heads: int, pe: str = 'siren', span: str = 'gaussian') -> PositionalSelfAttention:
+    "The measured layer: encoding `pe` and a Gaussian span whose sigma gives `span_size` (None: full span, no threshold; span='off': no Gaussian)."
+    block = PositionalSelfAttention(d, heads, pe=pe, dims=len(structure_size), span='gaussian' if span_size else span,
                                     threshold=0.1 if span_size else 0.)
     if span_size:
         with torch.no_grad(): block.span.sigma.copy_(torch.tensor(sigma_for_span(span_size, structure_size)))
@@ -133,7 +134,7 @@ def _run(case: dict) -> dict:
     try:
         torch.manual_seed(case['seed'])
         S = case['structure_size']
-        block = _layer(S, case['span_size'], case['d'], case['heads']).to(dev)
+        block = _layer(S, case['span_size'], case['d'], case['heads'], case.get('pe', 'siren'), case.get('span', 'gaussian')).to(dev)
         block.version = 'v1' if case['version'] == 'sdpa' else case['version']
         x = torch.randn(case['batch'], math.prod(S), case['d'], device=dev)
         step = lambda: _step(block, x, S, case['version'])
@@ -152,9 +153,15 @@ def _child():
     print(json.dumps(_run_train(case) if case.get('kind') == 'train' else _run(case)), flush=True)
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #b31ea9fc
-def _check_case(version, structure_size, span_size, batch, d, heads, repeats):
+def _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe='siren', span='gaussian'):
     versions = (*VERSIONS, 'sdpa')
     if version not in versions: raise ValueError(f"version={version!r} is not one of {versions}")
+    if pe not in RELATIVE_ENCODINGS: raise ValueError(f"pe={pe!r} is not one of {RELATIVE_ENCODINGS}")
+    if version in ('v2', 'v3') and pe not in PAPER_ENCODINGS:
+        raise ValueError(f"version={version!r} takes the paper's encodings only {PAPER_ENCODINGS}, not pe={pe!r}")
+    if span not in ('gaussian', 'off'): raise ValueError(f"span={span!r} is not one of ('gaussian', 'off')")
+    if span == 'off' and span_size is not None:
+        raise ValueError(f"span='off' with span_size={span_size}: a window is cut from the Gaussian span")
     if not (structure_size and all(isinstance(s, int) and s >= 1 for s in structure_size)):
         raise ValueError(f"structure_size={structure_size!r} must be a non-empty list of positive integers")
     for name, value in dict(batch=batch, d=d, heads=heads, repeats=repeats).items():
@@ -189,17 +196,20 @@ def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
             mem_limit_gb: float = 16, # the subprocess may not grow by more than this
             threads: int | None = None, # torch threads in the subprocess; None keeps torch's default
             guard: bool = True, # skip up front when the size estimate exceeds mem_limit_gb
-            timeout_s: float = 1800) -> dict:
+            timeout_s: float = 1800,
+            pe: str = 'siren', # the layer's relative encoding, one of RELATIVE_ENCODINGS
+            span: str = 'gaussian' # 'off': no Gaussian (full span only)
+           ) -> dict:
     "Time and peak memory of forward + backward of one attention layer, measured in a fresh subprocess."
     structure_size = list(structure_size)
     span_size = None if span_size is None else list(span_size)
-    _check_case(version, structure_size, span_size, batch, d, heads, repeats)
+    _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe, span)
     dev = str(resolve_device(device))
     real = _real_span(structure_size, span_size)
     case = dict(version=version, structure_size=structure_size, span_size=span_size, batch=batch, d=d, heads=heads,
                 repeats=repeats, min_time_s=min_time_s, seed=seed, device=dev, mem_limit_gb=mem_limit_gb,
-                threads=threads)
-    info = dict(version=version, structure_size=structure_size, span_size=real, batch=batch, d=d, heads=heads,
+                threads=threads, pe=pe, span=span)
+    info = dict(version=version, pe=pe, span=span, structure_size=structure_size, span_size=real, batch=batch, d=d, heads=heads,
                 repeats=repeats, min_time_s=min_time_s, seed=seed, main_mb=_main_bytes(version, structure_size, real, batch, d, heads) / 2**20,
                 load_1min=os.getloadavg()[0])  # other work on a shared machine slows a case down: record it
     blank = dict(time_s=None, times=[], peak_mb=None, threads=threads or torch.get_num_threads(), device=dev)
@@ -228,7 +238,9 @@ def _same_case(result: dict, case: dict) -> bool:
                 span_size=_real_span(list(case['structure_size']), case.get('span_size')),
                 batch=case.get('batch', 4), d=case.get('d', 64), heads=case.get('heads', 8),
                 repeats=case.get('repeats', 3), seed=case.get('seed', 0))
-    return all(result.get(k) == v for k, v in want.items())
+    layer = dict(pe=case.get('pe', 'siren'), span=case.get('span', 'gaussian'))  # results from before `pe` are SIREN's
+    return (all(result.get(k) == v for k, v in want.items())
+            and all(result.get(k, default) == v for (k, v), default in zip(layer.items(), ('siren', 'gaussian'))))
 
 def run_cases(cases: list[dict], # keyword arguments of `measure` (or of `measure_train`, with kind='train'), one dict per case
               path, # where the JSON goes
@@ -296,6 +308,23 @@ def summary_table(rows: dict, # `summary_rows`
                  + [_num(_ok(vs.get(v), 'peak_mb'), '.0f') for v in versions])
         cells += [_num(_ratio(_ok(vs.get(a), f), _ok(vs.get(b), f)), '.2f') for f in ('time_s', 'peak_mb') for a, b in ratios]
         lines.append('| ' + ' | '.join(cells) + ' |')
+    return '\n'.join(lines)
+
+# %% ../../nbs/47_experiment.benchmark.ipynb #a981228f
+def encodings_table(cases: Sequence[dict] # results of `measure` with several `pe` (and 'sdpa' floors)
+                   ) -> str:
+    "A Markdown table: per encoding, structure, batch and window the time and peak memory, and the time over SIREN's and over sdpa's."
+    key = lambda c: (c.get('pe', 'siren'), _label(c['structure_size']), c['batch'], _window(c))
+    runs = {key(c): c for c in cases if c['version'] not in FLOORS}
+    floors = {}
+    for c in cases:
+        if c['version'] in FLOORS and c['status'] == 'ok': floors.setdefault((_label(c['structure_size']), c['batch']), []).append(c['time_s'])
+    lines = ['| encoding | structure | batch | window | version | time s | peak MB | time / siren | time / sdpa |', '|' + '---|' * 9]
+    for (pe, S, b, w), c in runs.items():
+        t, siren = _ok(c, 'time_s'), _ok(runs.get(('siren', S, b, w)), 'time_s')
+        floor = statistics.fmean(floors[(S, b)]) if (S, b) in floors else None
+        lines.append(f"| {pe} | {S} | {b} | {w} | {c['version']} | {_num(t, '.3f') or c['status'].split(':')[0]} | "
+                     f"{_num(_ok(c, 'peak_mb'), '.0f')} | {_num(_ratio(t, siren), '.2f')} | {_num(_ratio(t, floor), '.2f')} |")
     return '\n'.join(lines)
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #5349f978

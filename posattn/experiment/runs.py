@@ -48,6 +48,8 @@ def atomic_write_text(text: str, path: str | Path) -> Path:
     return Path(path)
 
 # %% ../../nbs/40_experiment.runs.ipynb #8cb123fb
+_PE_OPTIONS = {('rel_bias', 1): dict(pe_options=dict(buckets=32)),  # T5's buckets along the 1,024-pixel sequence
+                ('rel_bias', 2): dict(pe_options=dict(max_offset=31))}  # the full 63 x 63 table of a 32 x 32 image
 TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
     'baseline':          dict(pe='baseline', dims=1, span='off',      threshold=0.),
     'siren_1d':          dict(pe='siren',    dims=1, span='off',      threshold=0.),
@@ -63,6 +65,10 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
     # beyond the paper: the generalised attention of nbs/25_layers.gam.ipynb, its relative branch in 1-D and 2-D
     'gam_1d':            dict(attention='gam', dims=1),
     'gam_2d':            dict(attention='gam', dims=2),
+    # beyond the paper: the other positional encodings of the seed texts (nbs/11 to 19), each alone, span off
+    **{f'{pe}_{n}d': dict(pe=pe, dims=n, **_PE_OPTIONS.get((pe, n), {}))
+       for pe in ('sinusoidal', 'learned', 'shaw', 'rel_bias', 'multiplicative', 'deberta', 'rope', 'alibi')
+       for n in (1, 2)},
 }
 
 PAPER_TREATMENTS = tuple(TREATMENTS)[:7]  # the paper's seven, in its order: the default grid of a sweep

@@ -16,6 +16,7 @@ from torch import Tensor
 from ..core.geometry import relative_offsets, relative_size
 from ..core.scores import weighted_sum
 from .version1 import Encode, Gauss, check_attend_args
+from ..encodings.terms import PositionTerms, position_terms
 
 # %% ../../nbs/22_layers.fast.ipynb #996c738f
 class FastPlan(NamedTuple):
@@ -146,8 +147,8 @@ def _unskew(da: Tensor, # [B, H, t, *T, *L] gradients at the keys
     return out.reshape(*out.shape[:-2 * n], math.prod(T), math.prod(C))
 
 # %% ../../nbs/22_layers.fast.ipynb #9de17c45
-def _raw_scores(qu, qv, keys, e, geom) -> Tensor: # [B, H, t, T^n, L^n]
-    "Content plus skewed positional scores of a chunk, already scaled by 1/sqrt(d_H)."
+def _raw_scores(qu, qv, keys, e, geom, f=None) -> Tensor: # [B, H, t, T^n, L^n]
+    "Content plus skewed positional scores (plus the key slot's, with `f`) of a chunk, already scaled by 1/sqrt(d_H)."
     T, C, L, base = geom
     B, H, t, nq, d = qu.shape
     if keys.dim() == 4: a = (qu.reshape(B, H, t * nq, d) @ keys.transpose(-2, -1)).view(B, H, t, nq, keys.shape[2])  # all
@@ -156,38 +157,50 @@ def _raw_scores(qu, qv, keys, e, geom) -> Tensor: # [B, H, t, T^n, L^n]
         if e.shape[1] == 1: r = (qv.reshape(B, H, t * nq, d) @ e[:, 0]).view(B, H, t, nq, e.shape[-1])  # one grid
         else: r = torch.einsum('bhtqd,htdc->bhtqc', qv, e)  # a grid per tile [H, t, d_H, C^n]
         a.view(B, H, t, *T, *L).add_(_skew(r, T, C, L, base))
+    if f is not None: a.add_(_key_scores(keys, f))
     return a
 
 # %% ../../nbs/22_layers.fast.ipynb #432ddaea
-def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom) -> tuple[Tensor, Tensor]: # weights [B, H, t, T^n, L^n], out
-    "Attention of a chunk: raw scores, Gaussian, mask, softmax in place, weighted sum of the values in each window."
-    a = _raw_scores(qu, qv, keys, e, geom)
+def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None) -> tuple[Tensor, Tensor]: # weights [B, H, t, T^n, L^n], out
+    "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax in place, weighted sum of the values in each window."
+    a = _raw_scores(qu, qv, keys, e, geom, f)
     if g is not None: a.mul_(g)
+    if b is not None: a.add_(b)
     if valid is not None: a.masked_fill_(~valid, float('-inf'))
     p = a.sub_(a.amax(-1, keepdim=True)).exp_()  # softmax in place; every row has a valid key
     p = p.div_(p.sum(-1, keepdim=True))
     B, H, t, nq, d = qu.shape
     if keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
         inside = None if valid is None else valid.reshape(t * nq, -1)
-        return p, weighted_sum(p.view(B, H, t * nq, p.shape[-1]), vals, inside).view(B, H, t, nq, d)
-    return p, weighted_sum(p, vals, valid)
+        out = weighted_sum(p.view(B, H, t * nq, p.shape[-1]), vals, inside).view(B, H, t, nq, d)
+    else: out = weighted_sum(p, vals, valid)
+    return p, out if ev is None else out + _value_term(p, ev, geom)
 
 # %% ../../nbs/22_layers.fast.ipynb #36f9b805
-def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool):
-    "Gradients of `_chunk_forward` for (qu, qv, keys, vals, e, g) from the softmax weights `p` and the output."
+def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool, f=None, b=None, ev=None, need_db: bool = True):
+    "Gradients of `_chunk_forward` for (qu, qv, keys, vals, e, g), then (f, b, ev), from the softmax weights `p` and the output."
     T, C, L, base = geom
     B, H, t, nq, d = qu.shape
     shared = keys.dim() == 4
     flat = lambda x: x.reshape(B, H, t * nq, x.shape[-1])
     if shared: dp, dvals = (flat(dout) @ vals.transpose(-2, -1)).view(p.shape), flat(p).transpose(-2, -1) @ flat(dout)
     else: dp, dvals = dout @ vals.transpose(-2, -1), p.transpose(-2, -1) @ dout
+    dev = None
+    if ev is not None:
+        dpv, dev = _value_grads(dout, p, ev, geom)
+        dp.view(B, H, t, *T, *L).add_(dpv)
     da = dp.sub_((dout * out).sum(-1, keepdim=True)).mul_(p)  # softmax backward
+    db = da.sum_to_size(b.shape) if b is not None and need_db else None
     dg = None
     if g is not None:
-        if need_dg: dg = _raw_scores(qu, qv, keys, e, geom).mul_(da).sum_to_size(g.shape)
+        if need_dg: dg = _raw_scores(qu, qv, keys, e, geom, f).mul_(da).sum_to_size(g.shape)
         da.mul_(g)
     if shared: dqu, dkeys = (flat(da) @ keys).view(qu.shape), flat(da).transpose(-2, -1) @ flat(qu)
     else: dqu, dkeys = da @ keys, da.transpose(-2, -1) @ qu
+    df = None
+    if f is not None:
+        dkf, df = _key_grads(da, keys, f)
+        dkeys = dkeys + dkf
     dqv = de = None
     if qv is not None:
         dr = _unskew(da.view(B, H, t, *T, *L), T, C, L, base)  # [B, H, t, T^n, C^n]
@@ -197,22 +210,72 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool)
         else:
             dqv = torch.einsum('bhtqc,htdc->bhtqd', dr, e)
             de = torch.einsum('bhtqd,bhtqc->htdc', qv, dr)
-    return dqu, dqv, dkeys, dvals, de, dg
+    return dqu, dqv, dkeys, dvals, de, dg, df, db, dev
 
 # %% ../../nbs/22_layers.fast.ipynb #7f9c3b10
 class _Chunk(torch.autograd.Function):
     "Attention of a run of tiles; the backward keeps only the softmax weights."
     @staticmethod
-    def forward(ctx, qu, qv, keys, vals, e, g, valid, geom):
-        p, out = _chunk_forward(qu, qv, keys, vals, e, g, valid, geom)
+    def forward(ctx, qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None):
+        p, out = _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f, b, ev)
         ctx.geom = geom
-        ctx.save_for_backward(qu, qv, keys, vals, e, g, p, out)
+        ctx.save_for_backward(qu, qv, keys, vals, e, g, p, out, f, b, ev)
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        grads = _chunk_backward(dout, *ctx.saved_tensors, ctx.geom, need_dg=ctx.needs_input_grad[5])
-        return *grads, None, None
+        qu, qv, keys, vals, e, g, p, out, f, b, ev = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        dqu, dqv, dkeys, dvals, de, dg, df, db, dev = _chunk_backward(
+            dout, qu, qv, keys, vals, e, g, p, out, ctx.geom, need_dg=need[5], f=f, b=b, ev=ev, need_db=len(need) > 9 and need[9])
+        return dqu, dqv, dkeys, dvals, de, dg, None, None, df, db, dev
+
+# %% ../../nbs/22_layers.fast.ipynb #d6f75bcb
+def _key_scores(kb: Tensor, # halos [B, H, t, L^n, d_H] or all keys [B, H, N, d_H]
+                f: Tensor # F per pair: [H, 1, T^n, L^n, d_H] (every tile) or [H, t, T^n, N, d_H] (per tile)
+               ) -> Tensor: # [B, H, t, T^n, L^n]
+    "The key slot's scores k_a . F[b, a] of every (query b, key a) pair of a chunk."
+    if kb.dim() == 4: return torch.einsum('bhad,htqad->bhtqa', kb, f)
+    return torch.einsum('bhtad,hqad->bhtqa', kb, f[:, 0])
+
+def _key_grads(da: Tensor, kb: Tensor, f: Tensor) -> tuple[Tensor, Tensor]:
+    "Gradients of `_key_scores` for the keys and for F, given the scores' gradient `da`."
+    if kb.dim() == 4: return torch.einsum('bhtqa,htqad->bhad', da, f), torch.einsum('bhtqa,bhad->htqad', da, kb)
+    return torch.einsum('bhtqa,hqad->bhtad', da, f[:, 0]), torch.einsum('bhtqa,bhtad->hqad', da, kb)[:, None]
+
+def _value_term(p: Tensor, # softmax weights [B, H, t, T^n, L^n], zero outside the window
+                ev: Tensor, # V over the offsets: [H, 1, C^n, d_H] (every tile) or [H, t, C^n, d_H] (per tile)
+                geom) -> Tensor: # [B, H, t, T^n, d_H]
+    "The value slot: sum over keys of the weight times V at the key's offset (weights moved to offsets by the unskew)."
+    T, C, L, base = geom
+    B, H, t, nq = p.shape[:4]
+    rp = _unskew(p.view(B, H, t, *T, *L), T, C, L, base)  # [B, H, t, T^n, C^n]: the weight of each offset
+    if ev.shape[1] == 1: return (rp.reshape(B, H, t * nq, -1) @ ev[:, 0]).view(B, H, t, nq, -1)
+    return torch.einsum('bhtqc,htcd->bhtqd', rp, ev)
+
+def _in_grid(T, C, L, base, device) -> Tensor: # bool [*T, *L]
+    "True where key a of query b has an offset on the grid (0 <= a - b + base < C): the skew's other reads alias."
+    n, ok = len(T), torch.ones((1,) * 2 * len(T), dtype=torch.bool, device=device)
+    for k, (t, c, l, b0) in enumerate(zip(T, C, L, base)):
+        o = torch.arange(l, device=device)[None, :] - torch.arange(t, device=device)[:, None] + b0
+        shape = [1] * 2 * n
+        shape[k], shape[n + k] = t, l
+        ok = ok & ((o >= 0) & (o < c)).view(shape)
+    return ok
+
+def _value_grads(dout: Tensor, p: Tensor, ev: Tensor, geom) -> tuple[Tensor, Tensor]:
+    "Gradients of `_value_term` for the weights ([B, H, t, *T, *L], zero where the skew aliases) and for V."
+    T, C, L, base = geom
+    B, H, t, nq, d = dout.shape
+    flat = lambda x: x.reshape(B, H, t * nq, x.shape[-1])
+    rp = _unskew(p.view(B, H, t, *T, *L), T, C, L, base)
+    if ev.shape[1] == 1:
+        r = (flat(dout) @ ev[:, 0].transpose(-2, -1)).view(B, H, t, nq, -1)
+        dev = torch.einsum('bhqc,bhqd->hcd', flat(rp), flat(dout))[:, None]
+    else:
+        r = torch.einsum('bhtqd,htcd->bhtqc', dout, ev)
+        dev = torch.einsum('bhtqc,bhtqd->htcd', rp, dout)
+    return _skew(r, T, C, L, base).masked_fill(~_in_grid(T, C, L, base, dout.device), 0), dev
 
 # %% ../../nbs/22_layers.fast.ipynb #7a75198a
 def _window_geometry(S, span_size, plan: FastPlan, device):
@@ -258,35 +321,51 @@ def _padded_rows(S, plan: FastPlan, device) -> Tensor: # bool [tiles, T^n]
     return out.expand(*plan.tiles, *plan.tile).reshape(math.prod(plan.tiles), -1)
 
 # %% ../../nbs/22_layers.fast.ipynb #d65d896c
-def _window_chunks(k, value, S, W, plan, nq, encode, gaussian, step):
-    "Per-chunk arguments of `_Chunk` in window mode: halos, the window's encodings, the Gaussian, the masks."
+def _pair_table(fn, offsets: Tensor, nq: int) -> Tensor | None: # [T^n, L^n] or [H, 1, T^n, L^n]
+    "A factor or bias at the window's (query, key) pairs: shared by the heads, or per head as [H, 1, ...]."
+    if fn is None: return None
+    x = fn(offsets)
+    if x.dim() < offsets.dim(): return x.reshape(nq, -1)
+    return x.reshape(nq, -1, x.shape[-1]).permute(2, 0, 1)[:, None]
+
+def _window_chunks(k, value, S, W, plan, nq, encode, gaussian, step, terms: PositionTerms = PositionTerms(), scale: float = 1.):
+    "Per-chunk arguments of `_Chunk` in window mode: halos, the window's encodings and pair tables, the masks (and the other slots of `terms`)."
     dev, (B, H, N, d) = k.device, k.shape
     tiled = [t < s for t, s in zip(plan.tile, S)]
     C = tuple(2 * h + 1 if c else 2 * s - 1 for c, h, s in zip(tiled, plan.reach, S))  # offsets per query
     base = tuple(0 if c else s - 1 for c, s in zip(tiled, S))
-    e = None
-    if encode is not None: e = encode(relative_offsets(C, dev)).reshape(-1, H, d).permute(1, 2, 0)[:, None]
+    grid = relative_offsets(C, dev)
+    e = encode(grid).reshape(-1, H, d).permute(1, 2, 0)[:, None] if encode is not None else None  # [H, 1, d, C^n]
+    ev = terms.value(grid).reshape(-1, H, d).transpose(0, 1)[:, None] if terms.value else None  # [H, 1, C^n, d]
     offsets, valid = _window_geometry(S, W, plan, dev)
-    g = gaussian(offsets).reshape(nq, -1) if gaussian is not None else None  # [T^n, L^n], every tile
+    g, b = _pair_table(gaussian, offsets, nq), _pair_table(terms.bias, offsets, nq)  # every tile
+    f = None
+    if terms.key: f = (terms.key(offsets).reshape(nq, -1, H, d) * scale).permute(2, 0, 1, 3)[:, None]  # [H, 1, T^n, L^n, d]
     kbs, vbs = _Halos.apply(k, S, plan).split(step, 2), _Halos.apply(value, S, plan).split(step, 2)
     valids = valid.split(step) if valid is not None else [None] * len(kbs)
-    return [(kb, vb, e, g, m, (plan.tile, C, plan.halo, base)) for kb, vb, m in zip(kbs, vbs, valids)]
+    return [(kb, vb, e, g, m, (plan.tile, C, plan.halo, base), f, b, ev) for kb, vb, m in zip(kbs, vbs, valids)]
 
 # %% ../../nbs/22_layers.fast.ipynb #19c8701f
-def _dense_chunks(k, value, S, W, plan, nq, encode, gaussian, step):
-    "Per-chunk arguments of `_Chunk` in dense mode: all keys, per-tile encodings, Gaussian and mask."
+def _dense_chunks(k, value, S, W, plan, nq, encode, gaussian, step, terms: PositionTerms = PositionTerms(), scale: float = 1.):
+    "Per-chunk arguments of `_Chunk` in dense mode: all keys, per-tile encodings and pair tables, the masks (and the other slots of `terms`)."
     dev, (B, H, N, d) = k.device, k.shape
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
     offsets = relative_offsets(relative_size(S), dev)  # [*R, n]
     idx = _skew(torch.arange(math.prod(C), device=dev).repeat(nq, 1), plan.tile, C, S, base).reshape(nq, N)
     tiles = -(-math.prod(plan.tiles) // step)  # chunks
-    es = [None] * tiles if encode is None else [c.transpose(0, 1).contiguous() for c in _tile_grids(encode(offsets), S, plan).split(step)]
-    gs = [None] * tiles if gaussian is None else [c[:, idx] for c in _tile_grids(gaussian(offsets), S, plan).split(step)]
-    vs = [None] * tiles
+    cut = lambda fn: _tile_grids(fn(offsets), S, plan).split(step)  # per chunk [t, *features, M^n]
+    pairs = lambda c: c[..., idx] if c.dim() == 2 else c[..., idx].transpose(0, 1)  # [t, nq, N] or [H, t, nq, N]
+    none = [None] * tiles
+    es = none if encode is None else [c.transpose(0, 1).contiguous() for c in cut(encode)]
+    gs = none if gaussian is None else [pairs(c) for c in cut(gaussian)]
+    evs = none if terms.value is None else [c.permute(1, 0, 3, 2).contiguous() for c in cut(terms.value)]
+    fs = none if terms.key is None else [c[..., idx].permute(1, 0, 3, 4, 2) * scale for c in cut(terms.key)]
+    bs = none if terms.bias is None else [pairs(c) for c in cut(terms.bias)]
+    vs = none
     if any(w < r for w, r in zip(W, relative_size(S))):
         inside = _tile_grids((offsets.abs() <= torch.tensor(W, device=dev) // 2).all(-1), S, plan)
         vs = [c[:, idx] | p[:, :, None] for c, p in zip(inside.split(step), _padded_rows(S, plan, dev).split(step))]
-    return [(k, value, e, g, m, (plan.tile, C, S, base)) for e, g, m in zip(es, gs, vs)]
+    return [(k, value, e, g, m, (plan.tile, C, S, base), f, b, ev) for e, g, m, f, b, ev in zip(es, gs, vs, fs, bs, evs)]
 
 # %% ../../nbs/22_layers.fast.ipynb #4989fccf
 BUDGET = 2 ** 23  # scores per chunk (batch x heads x queries x keys)
@@ -296,18 +375,27 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
                 v: Tensor | None, # positional bias [H, d_H]; None without a PE
                 structure_size: Sequence[int],
                 span_size: Sequence[int], # the window; RelativeSize means no mask
-                encode: Encode | None = None, gaussian: Gauss | None = None
+                encode: Encode | None = None, gaussian: Gauss | None = None,
+                *, terms: PositionTerms | None = None # every slot of an encoding, in place of encode and gaussian
                ) -> Tensor: # [B, H, N, d_H]
     "Version 1's attention without P: skewed positional scores; under a window, tiles of queries against halos."
-    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size, encode)
+    t = position_terms(encode, gaussian, terms)
+    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size,
+                             t.query if terms is not None and v is not None else encode)  # v needs a query slot
     B, H, N, d = q.shape
-    plan, scale = fast_plan(S, W), 1 / math.sqrt(d)
+    scale = t.scale / math.sqrt(d)
+    if t.rotate is not None: q, k, u = t.rotate(q + u[:, None]), t.rotate(k), torch.zeros_like(u)
+    if t.rotate is not None and set(t.slots) <= {'rotate', 'scale'} and W == relative_size(S):  # RoPE alone: fused
+        return F.scaled_dot_product_attention(q + u[:, None], k, value, scale=scale)
+    plan = fast_plan(S, W)
     qu = _query_tiles((q + u[:, None]) * scale, S, plan)  # [B, H, tiles, T^n, d_H]
     nq = qu.shape[3]
     keys = math.prod(plan.halo) if plan.mode == 'window' else N
-    step = max(1, BUDGET // max(1, B * H * nq * keys))  # tiles per chunk (all of them for an empty batch)
-    chunks = (_window_chunks if plan.mode == 'window' else _dense_chunks)(k, value, S, W, plan, nq, encode, gaussian, step)
+    per_score = max(B, d) if t.key is not None and plan.mode == 'dense' else B  # dense F costs d_H per score
+    step = max(1, BUDGET // max(1, per_score * H * nq * keys))  # tiles per chunk (all of them for an empty batch)
+    chunks = (_window_chunks if plan.mode == 'window' else _dense_chunks)(k, value, S, W, plan, nq, t.query, t.factor,
+                                                                          step, t, scale)
     qvs = [None] * len(chunks)
-    if encode is not None: qvs = _query_tiles((q + v[:, None]) * scale, S, plan).split(step, 2)
+    if t.query is not None: qvs = _query_tiles((q if v is None else q + v[:, None]) * scale, S, plan).split(step, 2)
     outs = [_Chunk.apply(a, b, *c) for a, b, c in zip(qu.split(step, 2), qvs, chunks)]
     return _untile(torch.cat(outs, 2), S, plan)

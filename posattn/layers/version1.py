@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 from ..core.geometry import check_structure_size, relative_offsets, relative_size
 from ..core.scores import relative_scores, attention_weights, weighted_sum
+from ..encodings.terms import PositionTerms, position_terms
 
 # %% ../../nbs/20_layers.version1.ipynb #6742ede5
 def spread(e: Tensor, # a relative grid [*RelativeSize, *features]
@@ -71,19 +72,32 @@ def check_attend_args(q: Tensor, k: Tensor, value: Tensor, u: Tensor, v: Tensor 
     return S, tuple(int(w) for w in W)
 
 # %% ../../nbs/20_layers.version1.ipynb #66867624
+def _heads_first(x: Tensor | None) -> Tensor | None:
+    "A spread per-head table [N, N, H] as [H, N, N]; a shared one [N, N] unchanged."
+    return x.permute(2, 0, 1) if x is not None and x.dim() == 3 else x
+
 def attend_v1(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
               u: Tensor, # content bias [H, d_H]
               v: Tensor | None, # positional bias [H, d_H]; None without a PE
               structure_size: Sequence[int],
               span_size: Sequence[int], # the window; RelativeSize means no mask
-              encode: Encode | None = None, gaussian: Gauss | None = None
+              encode: Encode | None = None, gaussian: Gauss | None = None,
+              *, terms: PositionTerms | None = None # every slot of an encoding, in place of encode and gaussian
              ) -> Tensor: # [B, H, N, d_H]
     "Version 1: relative positional attention with differentiable span on full N x N tensors."
-    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size, encode)
+    t = position_terms(encode, gaussian, terms)
+    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size,
+                             t.query if terms is not None and v is not None else encode)  # v needs a query slot
     full = relative_size(S)
     offsets = relative_offsets(full, q.device)
-    p = spread(encode(offsets), S) if encode is not None else None  # [N, N, H, d_H]
-    a = relative_scores(q, k, u, v, p)  # [B, H, N, N]
-    g = spread(gaussian(offsets), S) if gaussian is not None else None  # [N, N]
+    grid = lambda f: spread(f(offsets), S) if f is not None else None  # [N, N, ...]
+    if t.rotate is not None: q, k, u = t.rotate(q + u[:, None]), t.rotate(k), torch.zeros_like(u)
+    p = grid(t.query)  # [N, N, H, d_H]
+    a = relative_scores(q, k, u, v if v is not None or p is None else torch.zeros_like(u), p)  # [B, H, N, N]
+    if t.key is not None: a = a + torch.einsum('bhkd,qkhd->bhqk', k, grid(t.key))
+    g = _heads_first(grid(t.factor))  # [N, N] or [H, N, N]
     mask = span_mask(W, S, q.device) if W != full else None
-    return weighted_sum(attention_weights(a, q.shape[-1], g, mask), value, mask)
+    w = attention_weights(a * t.scale if t.scale != 1 else a, q.shape[-1], g, mask, _heads_first(grid(t.bias)))
+    out = weighted_sum(w, value, mask)
+    if t.value is not None: out = out + torch.einsum('bhqk,qkhd->bhqd', w, grid(t.value))
+    return out

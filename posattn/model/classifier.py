@@ -19,6 +19,7 @@ from contextlib import nullcontext
 from ..encodings.spe import SPE, make_spe
 from ..layers.linear import LinearSelfAttention
 from ..layers.gam import GeneralizedAttention
+from ..encodings.catalogue import ABSOLUTE, make_absolute
 
 # %% ../../nbs/30_model.classifier.ipynb #9c1d85ef
 ATTENTIONS = {'positional': PositionalSelfAttention, 'linear': LinearSelfAttention, 'gam': GeneralizedAttention}  # the attention of every block
@@ -57,6 +58,14 @@ def _shared_spe(attention: str, d: int, options: dict) -> SPE | None:
                    **{k: options.pop(k) for k in keys if k in options})
     options['spe'] = spe
     return spe
+
+# %% ../../nbs/30_model.classifier.ipynb #18c2be66
+def _absolute_position(attention: str, d: int, structure_size: tuple[int, ...], options: dict) -> nn.Module | None:
+    "An absolute `pe` of `options` ('sinusoidal', 'learned'), built for the tokens; `options` then hold the blocks' pe."
+    if options.get('pe') not in ABSOLUTE: return None
+    position = make_absolute(options.pop('pe'), structure_size, d, options.pop('pe_options', None))
+    if attention == 'positional': options['pe'] = 'none'
+    return position
 
 # %% ../../nbs/30_model.classifier.ipynb #5a774c26
 class _LayerReport:
@@ -97,11 +106,13 @@ class Classifier(_LayerReport, nn.Module):
         [H * W] in 1-D); d: features (64); blocks: N_b, encoder blocks (6); ffn: hidden width of each feed-forward
         network (128); head_hidden: hidden width of the output head (64); dropout: every dropout rate (0.1);
         attention: the attention of every block, a key of ATTENTIONS ('positional'); options: that attention's
-        options (heads, pe, span, threshold, version, spe, ...; dims is len(structure_size) unless given)."""
+        options (heads, pe, span, threshold, version, spe, ...; dims is len(structure_size) unless given; an absolute
+        pe, 'sinusoidal' or 'learned', is added to the tokens before the first block)."""
         S = check_structure_size(structure_size, options.get('dims'))
         super().__init__()
         self.structure_size = S
         options.setdefault('dims', len(S))
+        self.position = _absolute_position(attention, d, S, options)  # 'sinusoidal', 'learned': added to the tokens
         self.spe = _shared_spe(attention, d, options)
         self.embed = nn.Sequential(nn.Dropout(dropout), nn.Linear(channels, d))
         self.blocks = nn.ModuleList(EncoderBlock(d, ffn, dropout, attention, **options) for _ in range(blocks))
@@ -115,6 +126,7 @@ class Classifier(_LayerReport, nn.Module):
         if tuple(x.shape[1:-1]) != S:
             raise ValueError(f"x has shape {tuple(x.shape)}; expected [B, {', '.join(map(str, S))}, C]")
         x = self.embed(x.flatten(1, -2))  # [B, N, d]
+        if self.position is not None: x = self.position(x, S)
         with self.spe.shared_draw() if self.spe is not None else nullcontext():  # one SPE draw per forward pass
             for block in self.blocks: x = block(x, S)
         return self.head(x[:, -1])
