@@ -101,8 +101,8 @@ SEEDS = (9188, 2755, 361, 1321, 833) # the paper's RandomStates, in its order
 
 # %% ../../nbs/40_experiment.runs.ipynb #6fc9161b
 _COMMON = dict(batch_size=20, accumulate=2, lr=1e-3, betas=(0.9, 0.999), d=64, heads=8, blocks=6, ffn=128,
-               dropout=0.1, init_sigma=0.3, version=None, device='auto', threads=None, wandb_mode='disabled',
-               data_root=None, eval_batch_size=100)
+               dropout=0.1, init_sigma=0.3, version=None, device='auto', threads=None, wandb_mode='disabled', wandb_group=None,
+               data_root=None, eval_batch_size=100, amp='off')
 PROFILES = {
     'paper': dict(_COMMON, dataset='cifar10', resolution=None, train_size=None, val_size=None, epochs=80,
                   eval_batch_size=20),
@@ -156,6 +156,7 @@ NOT_IDENTITY = {  # the settings that cannot change a run's numbers, and why
     'threads': "how many cores share each operation: like the CPU model and the BLAS build, which no stored result "
                "could match either, it can only reorder floating-point sums",
     'wandb_mode': "where the metrics are also sent",
+    'wandb_group': "how the dashboard groups the runs",
     'eval_batch_size': "validation draws no random number and leaves the weights alone; its batching changes the "
                        "summed loss only by rounding (checked in experiment.train)",
 }
@@ -180,10 +181,11 @@ def identity(cfg: dict) -> dict:
     return out
 
 def record_config(record: dict) -> dict:
-    "The configuration a stored result or checkpoint was made with; the device type from the device it records if absent."
+    "The configuration a stored result or checkpoint was made with, completed: device type from its device, amp off."
     cfg = dict(record.get('config') or {})
     if 'device_type' not in cfg and isinstance(record.get('device'), str):
         cfg['device_type'] = torch.device(record['device']).type
+    cfg.setdefault('amp', 'off')  # written before mixed precision existed: none
     return cfg
 
 def config_diff(stored: dict, # the configuration of a stored result or checkpoint
