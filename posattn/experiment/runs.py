@@ -177,15 +177,15 @@ def identity(cfg: dict) -> dict:
     "The settings of `cfg` that can change a run's numbers, data_root resolved, values as JSON stores them."
     cfg = {**TREATMENTS.get(cfg.get('treatment'), {}), **cfg}  # files older than the treatment options: the table's row
     out = {k: json.loads(json.dumps(v)) for k, v in cfg.items() if k not in NOT_IDENTITY}
+    out.setdefault('amp', 'off')  # no mixed precision before the setting existed
     if 'data_root' in cfg or 'dataset' in cfg: out['data_root'] = _data_root(cfg)
     return out
 
 def record_config(record: dict) -> dict:
-    "The configuration a stored result or checkpoint was made with, completed: device type from its device, amp off."
+    "The configuration a stored result or checkpoint was made with; the device type from the device it records if absent."
     cfg = dict(record.get('config') or {})
     if 'device_type' not in cfg and isinstance(record.get('device'), str):
         cfg['device_type'] = torch.device(record['device']).type
-    cfg.setdefault('amp', 'off')  # written before mixed precision existed: none
     return cfg
 
 def config_diff(stored: dict, # the configuration of a stored result or checkpoint
