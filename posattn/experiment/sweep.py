@@ -193,8 +193,9 @@ class SweepReport:
         lines += [f'  FAILED {r.name}: {why}; log: {r.log}' for r, why in self.failed]
         lines += [f'  BUSY {r.name}: {why}' for r, why in self.busy]
         if self.submitted:
-            lines += [f"SLURM runs (job {', '.join(sorted({j.split('_')[0] for j in self.jobs}))}): "
-                      f"{', '.join(r.name for r in self.submitted)}", f'  where they are: {self.watch}']
+            arrays = ' '.join(sorted({j.split('_')[0] for j in self.jobs}))
+            lines += [f"SLURM runs (job {arrays}): {', '.join(r.name for r in self.submitted)}", f'  where they are: {self.watch}',
+                      f'  they go on without this process; to stop them: scancel {arrays}']
         if self.interrupted or self.not_started:
             names = lambda rs: ', '.join(r.name for r in rs) or 'none'
             lines += [f'interrupted: {names(self.interrupted)}', f'not started: {names(self.not_started)}',
