@@ -90,11 +90,14 @@ reproduce: $(STAMP)
 	echo "reproduce: tables in results/$(PROFILE)/tables/, figures in figures/$(PROFILE)/"; exit $$status
 
 # Appendix A.4 and the fast version's benchmark: one layer's forward+backward time and peak memory, each case in a fresh
-# process; writes results/bench/*.json and figures/*_time_memory.png. Finished cases are kept: delete the JSON to re-measure.
+# process; writes results/bench/*.json and figures/*_time_memory.png. Then the training benchmark: one training step of
+# the whole classifier per treatment, input size and thread count against the fused-attention floor, and a profile;
+# writes results/bench/train.{json,md} and figures/train_throughput.png. Finished cases are kept: delete a JSON to re-measure.
 bench: $(STAMP)
 	@mkdir -p results/bench/notebooks
 	$(BIN)/papermill --cwd nbs nbs/bench_versions.ipynb results/bench/notebooks/bench_versions.ipynb
 	$(BIN)/papermill --cwd nbs nbs/bench_fast.ipynb results/bench/notebooks/bench_fast.ipynb
+	$(BIN)/papermill --cwd nbs nbs/bench_train.ipynb results/bench/notebooks/bench_train.ipynb
 
 # A one-node SLURM cluster on this machine (root; no systemd needed): Debian's slurm, munge, slurmdbd and MariaDB,
 # configured for localhost with one partition `debug`; state, config and logs in /var/lib/posattn-slurm.

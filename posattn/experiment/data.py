@@ -15,6 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from ..core.checks import check_choice, check_int
 from .runs import atomic_save, project_root
 from .probe import make_probe
 
@@ -138,9 +139,6 @@ class Splits:
     @property
     def channels(self) -> int: return self.train_x.shape[-1]
 
-def _check_choice(name, value, options):
-    if value not in options: raise ValueError(f"{name}={value!r} is not one of {tuple(options)}")
-
 def _source(dataset: str, data_root, resolution, cache_dir) -> tuple[Tensor, Tensor, list[str]]:
     "Pixels in [0, 1] [n, H, W, C], labels and class names of `dataset`."
     if dataset == 'digits':
@@ -161,12 +159,11 @@ def load_data(dataset: str = 'digits', # one of DATASETS
               val_size: int | None = None, # first images of the validation part; None: all
               cache_dir: str | Path | None = None) -> Splits: # default: data/cache under the project root
     "The 80/20 split of `dataset` by `seed`, normalised, channels last, in `layout`."
-    _check_choice('dataset', dataset, DATASETS)
-    _check_choice('layout', layout, LAYOUTS)
+    check_choice('dataset', dataset, DATASETS)
+    check_choice('layout', layout, LAYOUTS)
     if dataset == 'imagefolder' and data_root is None:
         raise ValueError("dataset='imagefolder' needs data_root=PATH: a folder of 10 class folders of 32x32 RGB images")
-    if resolution is not None and not (isinstance(resolution, int) and resolution >= 1):
-        raise ValueError(f"resolution={resolution!r} must be a positive integer or None")
+    if resolution is not None: resolution = check_int('resolution', resolution)
     x, y, names = _source(dataset, data_root, resolution, cache_dir)
     tr, va = split_indices(len(x), seed)
     tr, va = _subset(tr, train_size, 'train_size'), _subset(va, val_size, 'val_size')

@@ -148,6 +148,9 @@ def dataset_note(cfg: dict) -> str:
     "What the numbers of a run on this dataset may be compared with."
     side = cfg['resolution'] or (8 if cfg['dataset'] == 'digits' else 32)
     if cfg['dataset'] == 'digits': return f"scikit-learn handwritten digits ({side}x{side} grey): a demonstration, not CIFAR-10"
+    if cfg['dataset'] == 'probe':
+        return (f"positional-reasoning probe ({cfg['resolution'] or 16}x{cfg['resolution'] or 16}, 4 classes, chance 0.25): "
+                "synthetic, only positions decide the label; not CIFAR-10")
     note = "CIFAR-10 training images (official, via torchvision)"
     if cfg['dataset'] == 'imagefolder':
         note = ("ImageFolder copy of the CIFAR-10 training images (the offline copy is re-encoded as lossy JPEG: "

@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/experiment.stats.html.md"""
 __all__ = ['PAPER_N', 'PAPER', 'PAPER_POWER', 'TABLES', 'TITLES', 'COLUMNS', 'summarise', 'jarque_bera', 'welch_from_stats',
            'welch', 'cohens_d', 'power', 'runs_for_power', 'compare', 'values_by_treatment', 'run_version',
            'select_version', 'group_versions', 'versions_label', 'table_rows', 'group_rows', 'to_markdown',
-           'write_table', 'write_tables']
+           'write_table', 'write_tables', 'comparison_rows']
 
 # %% ../../nbs/44_experiment.stats.ipynb #276dce8e
 import csv, io, json, math, os
@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _st
 from pathlib import Path
+from ..core.checks import check_choice, check_int
 from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text
 
 # %% ../../nbs/44_experiment.stats.ipynb #9fbfc09e
@@ -93,7 +94,7 @@ def power(d: float, # standardised effect (Cohen's d)
           n: int, # runs per group
           alpha: float = 0.05) -> float:
     "Power of a two-sided two-sample t-test with `n` runs per group (noncentral t)."
-    if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"n={n!r} must be an integer >= 2")
+    check_int('n', n, low=2)
     if not 0 < alpha < 1: raise ValueError(f"alpha={alpha} must lie in (0, 1)")
     if not math.isfinite(d): return math.nan
     df, nc = 2 * n - 2, abs(d) * math.sqrt(n / 2)
@@ -194,7 +195,7 @@ def table_rows(values: dict[str, list[float]], # val_acc_max per treatment
                versions: dict[str, str] | None = None # attention version per treatment (`group_versions`)
               ) -> list[dict]:
     "Two rows per comparison of `table`: A, then B with the comparison's statistics; paper numbers beside."
-    if table not in TABLES: raise ValueError(f"table={table!r} is not one of {tuple(TABLES)}")
+    check_choice('table', table, TABLES)
     rows = []
     for (setting, a, b), paper in zip(TABLES[table], [r for r in PAPER if r['table'] == table]):
         c = compare(values.get(a, []), values.get(b, []))
@@ -256,3 +257,20 @@ def write_tables(values: dict[str, list[float]], # val_acc_max per treatment
         write_table(out[f'table{t}'], Path(tables_dir) / f'table{t}', title=f'{TITLES[t]} ({profile} profile, '
                     f'{versions_label(versions, [n for _, a, b in comparisons for n in (a, b)])})')
     return out
+
+# %% ../../nbs/44_experiment.stats.ipynb #16e57727
+def comparison_rows(values: dict[str, list[float]], # val_acc_max per treatment
+                    pairs: Sequence[tuple[str, str, str]], # (setting, A, B) per comparison
+                    versions: dict[str, str] | None = None # attention version per treatment
+                   ) -> list[dict]:
+    "Two rows per comparison A -> B: A, then B with the effect, Welch's p, Cohen's d, power and runs for 80%."
+    cols = [c for c in COLUMNS if not c.startswith('paper_')]
+    rows = []
+    for setting, a, b in pairs:
+        c = compare(values.get(a, []), values.get(b, []))
+        for name, s, last in ((a, c['a'], False), (b, c['b'], True)):
+            row = dict.fromkeys(cols, math.nan) | dict(setting=setting, treatment=name, version=(versions or {}).get(name, ''),
+                                                    n=s['n'], max=s['max'], mean=s['mean'], std=s['std'], note=s['note'])
+            if last: row |= dict(effect=c['effect'], p=c['p'], d=c['d'], power=c['power'], runs_for_80=c['runs_needed'], note=c['note'])
+            rows.append(row)
+    return rows

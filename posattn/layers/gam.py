@@ -10,13 +10,14 @@ __all__ = ['DISTANCES', 'FORMS', 'MIXINGS', 'COMBINES', 'power_feature', 'grid_c
 
 # %% ../../nbs/25_layers.gam.ipynb #cdce1104
 import math
-from numbers import Integral, Real
+from numbers import Real
 from typing import Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from ..core.attention import split_heads, merge_heads, MultiHeadSelfAttention
-from ..core.checks import check_choice
+from ..core.checks import check_choice, check_int, check_positive
+from ..core.geometry import check_structure_size
 
 # %% ../../nbs/25_layers.gam.ipynb #e110878e
 def power_feature(u: Tensor, # any shape
@@ -61,27 +62,21 @@ FORMS = ('power', 'polynomial')
 MIXINGS = ('uniform', 'learned')
 COMBINES = ('linear', 'geometric')
 
-def _positive_int(name: str, value):
-    if not (isinstance(value, Integral) and not isinstance(value, bool) and value >= 1):
-        raise ValueError(f"{name}={value!r} must be a positive integer")
-
-def _check_gam_args(d, heads, dims, matrices, form, power, degree, mixing, combine, c1, learn_c1, distance):
-    "Refuse every invalid option of GeneralizedAttention, naming it."
+def _check_gam_args(dims, matrices, form, power, degree, mixing, combine, c1, learn_c1, distance):
+    "Refuse every invalid option of GeneralizedAttention, naming it (d and heads: MultiHeadSelfAttention's check)."
     check_choice('form', form, FORMS); check_choice('mixing', mixing, MIXINGS)
     check_choice('combine', combine, COMBINES); check_choice('distance', distance, DISTANCES)
-    for name, value in (('d', d), ('heads', heads), ('dims', dims), ('matrices', matrices)): _positive_int(name, value)
-    if d % heads: raise ValueError(f"d={d} must be divisible by heads={heads}: choose heads among the divisors of d")
-    if form == 'power' and not (isinstance(power, Real) and math.isfinite(power) and power > 0):
-        raise ValueError(f"power={power!r} must be a finite number > 0 for form='power' (n1 > 0, Eq. 17)")
-    if form == 'polynomial': _positive_int('degree', degree)
+    check_int('dims', dims); check_int('matrices', matrices)
+    if form == 'power': check_positive('power', power)  # n1 > 0 (Eq. 17)
+    if form == 'polynomial': check_int('degree', degree)
     if not (isinstance(c1, Real) and 0 <= c1 <= 1): raise ValueError(f"c1={c1!r} must lie in [0, 1]")
     if learn_c1 and combine == 'linear' and not 0 < c1 < 1:
         raise ValueError(f"c1={c1!r} with learn_c1=True: a learned c1 starts strictly inside (0, 1); "
                          "pass learn_c1=False to fix it")
 
-# %% ../../nbs/25_layers.gam.ipynb #780b4f15
-class GeneralizedAttention(MultiHeadSelfAttention):
-    "GAM (Pandya 2022): N_B bilinear forms per head with a power-law or polynomial f, and a relative-position branch."
+# %% ../../nbs/25_layers.gam.ipynb #a0104b98
+class _GAMParameters(MultiHeadSelfAttention):
+    "What a GAM block holds for its options: content and relative matrices, f's coefficients, W^P, W^S and c1."
     def __init__(self, d: int = 64, # features
                  heads: int = 8, # H
                  dims: int = 1, # positional dimensions n: len(structure_size)
@@ -94,10 +89,18 @@ class GeneralizedAttention(MultiHeadSelfAttention):
                  c1: float = 0.5, # weight of the content branch in [0, 1]; the start value when learned
                  learn_c1: bool = True, # learn c1 (combine='linear' only)
                  distance: str = 'manhattan'): # the count between tokens: 'manhattan' or 'chebyshev'
-        _check_gam_args(d, heads, dims, matrices, form, power, degree, mixing, combine, c1, learn_c1, distance)
+        """Generalized attention (GAM); call it as block(x [B, N, d], structure_size) -> [B, N, d].
+
+        d: features (64); heads: H, dividing d (8); dims: positional dimensions n (1); matrices: N_B, matrices per
+        head in both branches (1); form: f, 'power' (Eq. 17) or 'polynomial' (Eq. 18); power: n1 > 0, for 'power'
+        (1); degree: L, for 'polynomial' (2); mixing: W^P and W^S, 'uniform' (1/N_B) or 'learned'; combine:
+        'linear' (Eq. 20) or 'geometric' (signed Eq. 25); c1: weight of the content branch in [0, 1], the start
+        value when learned (0.5); learn_c1: learn c1, with combine='linear' (True); distance: the count between
+        tokens, 'manhattan' or 'chebyshev'."""
+        _check_gam_args(dims, matrices, form, power, degree, mixing, combine, c1, learn_c1, distance)
         super().__init__(d, heads)
         self.dims, self.matrices, self.form, self.power, self.degree = dims, matrices, form, float(power), degree
-        self.mixing, self.combine, self.distance, self.d_head = mixing, combine, distance, d // heads
+        self.mixing, self.combine, self.distance, self.d_head = mixing, combine, distance, self.d // self.heads
         L = degree if form == 'polynomial' else 0
         self.qk_more = self._qk_map(matrices - 1) if matrices > 1 else None
         self.A = nn.Parameter(torch.eye(1, L)[0]) if L else None
@@ -106,7 +109,7 @@ class GeneralizedAttention(MultiHeadSelfAttention):
         self.c1_logit = nn.Parameter(torch.tensor(math.log(c1 / (1 - c1)))) if self.learn_c1 else None
         self.relative = combine == 'geometric' or self.learn_c1 or c1 < 1
         if self.relative:
-            self.rel_embed = nn.Linear(1, d)  # e(count) = count * w + b
+            self.rel_embed = nn.Linear(1, self.d)  # e(count) = count * w + b
             nn.init.xavier_uniform_(self.rel_embed.weight); nn.init.zeros_(self.rel_embed.bias)
             self.rel_qk = self._qk_map(matrices)
             self.rel_A = nn.Parameter(torch.eye(1, L)[0]) if L else None
@@ -118,6 +121,9 @@ class GeneralizedAttention(MultiHeadSelfAttention):
         nn.init.uniform_(lin.weight, -bound, bound); nn.init.zeros_(lin.bias)
         return lin
 
+# %% ../../nbs/25_layers.gam.ipynb #fae715ca
+class _GAMContent(_GAMParameters):
+    "The content branch (Eqs. 13-19): N_B bilinear forms of f per head, one softmax each, mixed by W^P."
     def _terms(self, u: Tensor, A) -> list:
         "(g_l(u), A_l) for every term of f: one for the power law (A_l None), L for the polynomial."
         if self.form == 'power': return [(u if self.power == 1 else power_feature(u, self.power), None)]
@@ -147,31 +153,36 @@ class GeneralizedAttention(MultiHeadSelfAttention):
         z = F.scaled_dot_product_attention(q, k, v[:, None], scale=1 / math.sqrt(dk))  # [B, N_B, H, N, d_k]
         return self._mix(self.mix_logits, z, 1)
 
+# %% ../../nbs/25_layers.gam.ipynb #83acdb75
+class _GAMRelative(_GAMContent):
+    "The relative-position branch (Eqs. 20-24): scores of embedded counts, one softmax per matrix, mixed by W^S."
     def relative_scores(self, structure_size: Sequence[int], # S
                         like: Tensor # any tensor with the dtype and device to use
                        ) -> Tensor: # delta [N_B, H, N, N]
         "Eq. 24 with counts embedded one by one: each score is a function of the count between the two tokens."
-        H, dk, NB = self.heads, self.d_head, self.matrices
-        counts = torch.arange(1, max_count(structure_size, self.distance) + 1, device=like.device, dtype=like.dtype)
+        S, H, dk, NB = check_structure_size(structure_size, self.dims), self.heads, self.d_head, self.matrices
+        counts = torch.arange(1, max_count(S, self.distance) + 1, device=like.device, dtype=like.dtype)
         e = self.rel_embed(counts[:, None])  # [C, d]: e(1), e(2), ...
         s = 0
         for g, a in self._terms(e, self.rel_A):
             p = self.rel_qk(g).unflatten(-1, (NB, 2, H, dk))  # [C, N_B, 2, H, d_k]
             t = torch.einsum('ihe,cihe->ihc', p[0, :, 0], p[:, :, 1]) / math.sqrt(dk)  # query: its own count, 1
             s = s + (t if a is None else a * t)  # [N_B, H, C]
-        return s[..., relative_counts(structure_size, self.distance, like.device) - 1]
+        return s[..., relative_counts(S, self.distance, like.device) - 1]
 
     def relative_weights(self, structure_size: Sequence[int], like: Tensor) -> Tensor: # Theta [H, N, N]
         "Eqs. 22-23: Theta = sum_i W^S_i softmax(delta_i); the same for every batch element."
         return self._mix(self.rel_mix_logits, self.relative_scores(structure_size, like).softmax(-1), 0)
 
+# %% ../../nbs/25_layers.gam.ipynb #22246fdb
+class GeneralizedAttention(_GAMRelative):
+    "GAM (Pandya 2022): N_B bilinear forms per head with a power-law or polynomial f, and a relative-position branch."
     def _check_input(self, x: Tensor, structure_size) -> tuple[int, ...]:
-        if x.dim() != 3: raise ValueError(f"x must be [B, N, d]; got a tensor of shape {tuple(x.shape)}")
+        "StructureSize of the input `x` [B, N, d] as ints, or a ValueError naming what does not fit the block."
+        if not isinstance(x, Tensor) or x.dim() != 3:
+            raise ValueError(f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
         if x.shape[-1] != self.d: raise ValueError(f"x has {x.shape[-1]} features; this block expects d={self.d}")
-        S = tuple(structure_size)
-        if len(S) != self.dims or not all(isinstance(s, Integral) and s >= 1 for s in S):
-            raise ValueError(f"structure_size={list(S)} must be {self.dims} positive integer(s): dims={self.dims}")
-        S = tuple(int(s) for s in S)
+        S = check_structure_size(structure_size, self.dims)
         if math.prod(S) != x.shape[1]:
             raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
         return S

@@ -9,11 +9,12 @@ __all__ = ['gaussian_features', 'positive_features', 'linear_attention', 'Linear
 
 # %% ../../nbs/24_layers.linear.ipynb #af1906ef
 import math
-from numbers import Integral
 from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.attention import split_heads, merge_heads, MultiHeadSelfAttention
+from ..core.checks import check_int
+from ..core.geometry import check_structure_size
 from ..encodings.spe import SPE, spe_encode
 
 # %% ../../nbs/24_layers.linear.ipynb #5615d64f
@@ -50,11 +51,29 @@ def linear_attention(q: Tensor, k: Tensor, # queries and keys [B, H, N, e], alre
     denominator = torch.einsum('bhnm,bhm->bhn', fq, fk.sum(-2))
     return numerator / denominator[..., None]
 
-# %% ../../nbs/24_layers.linear.ipynb #49224523
-def _check_positive(name: str, value, what: str):
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name}={value!r} must be a positive integer ({what})")
+# %% ../../nbs/24_layers.linear.ipynb #a8e578b4
+def _check_spe(spe, d: int, heads: int, dims: int):
+    "Refuse an `spe` that is not an SPE module, or one built for other features, heads or dimensions than the layer."
+    if spe is None: return
+    if not isinstance(spe, SPE):
+        raise ValueError(f"spe={type(spe).__name__} must be an SPE module (SineSPE, ConvSPE) or None")
+    if spe.dims != dims:
+        raise ValueError(f"spe has dims={spe.dims} but this layer has dims={dims}: build the SPE for {dims}-D structures")
+    if (spe.d, spe.heads) != (d, heads):
+        raise ValueError(f"spe was built for d={spe.d}, heads={spe.heads}; this layer has d={d}, heads={heads}")
 
+# %% ../../nbs/24_layers.linear.ipynb #ac164c14
+def _check_input(x: Tensor, structure_size, d: int, dims: int) -> tuple[int, ...]:
+    "StructureSize of the input `x` [B, N, d] as ints, or a ValueError naming what does not fit the layer."
+    if not isinstance(x, Tensor) or x.dim() != 3:
+        raise ValueError(f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
+    if x.shape[-1] != d: raise ValueError(f"x has {x.shape[-1]} features; this layer expects d={d}")
+    S = check_structure_size(structure_size, dims)
+    if math.prod(S) != x.shape[1]:
+        raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
+    return S
+
+# %% ../../nbs/24_layers.linear.ipynb #49224523
 class LinearSelfAttention(MultiHeadSelfAttention):
     "Multi-head self-attention in O(N): positive random features, with an optional shared SPE for positions."
     def __init__(self, d: int = 64, # features
@@ -63,17 +82,14 @@ class LinearSelfAttention(MultiHeadSelfAttention):
                  features: int = 64, # m, positive random features per head
                  spe: SPE | None = None, # the model's shared SPE module (SineSPE or ConvSPE), or None
                  orthogonal: bool = True): # orthogonal random features
-        _check_positive('features', features, 'm, the number of random features')
-        _check_positive('dims', dims, 'n, the number of positional dimensions')
+        """Linear multi-head self-attention; call it as layer(x [B, N, d], structure_size) -> [B, N, d].
+
+        d: features (64); heads: H, dividing d (8); dims: positional dimensions n (1); features: m, positive
+        random features per head (64); spe: the model's shared SPE module (SineSPE or ConvSPE), or None for an
+        attention without positions; orthogonal: draw the features in orthogonal blocks (True)."""
+        features, dims = check_int('features', features), check_int('dims', dims)
+        _check_spe(spe, d, heads, dims)
         super().__init__(d, heads)
-        if spe is not None:
-            if not isinstance(spe, SPE):
-                raise ValueError(f"spe={type(spe).__name__} must be an SPE module (SineSPE, ConvSPE) or None")
-            if spe.dims != dims:
-                raise ValueError(f"spe has dims={spe.dims} but this layer has dims={dims}: build the SPE for "
-                                 f"{dims}-D structures")
-            if (spe.d, spe.heads) != (d, heads):
-                raise ValueError(f"spe was built for d={spe.d}, heads={spe.heads}; this layer has d={d}, heads={heads}")
         self.dims, self.features, self.orthogonal, self.spe = dims, features, orthogonal, spe
         self.gate = spe.make_gate() if spe is not None else None  # this layer's own gate
         self.register_buffer('omega', gaussian_features(features, self._feature_dim(), orthogonal))
@@ -84,20 +100,6 @@ class LinearSelfAttention(MultiHeadSelfAttention):
         "Draw new random features (and adopt the SPE's current number of realisations)."
         self.omega = gaussian_features(self.features, self._feature_dim(), self.orthogonal,
                                        self.omega.dtype, self.omega.device)
-
-    def _check_input(self, x: Tensor, structure_size) -> tuple[int, ...]:
-        if x.dim() != 3: raise ValueError(f"x must be [B, N, d]; got a tensor of shape {tuple(x.shape)}")
-        if x.shape[-1] != self.d: raise ValueError(f"x has {x.shape[-1]} features; this block expects d={self.d}")
-        S = tuple(structure_size)
-        if len(S) != self.dims or not all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in S):
-            raise ValueError(f"structure_size={list(S)} must be {self.dims} positive integer(s): dims={self.dims}")
-        S = tuple(int(s) for s in S)
-        if math.prod(S) != x.shape[1]:
-            raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
-        if self.spe is not None and self.spe.realisations != self.omega.shape[1]:
-            raise ValueError(f"spe.realisations={self.spe.realisations} but the features were drawn for "
-                             f"{self.omega.shape[1]}: call redraw_features()")
-        return S
 
     def positional_codes(self, S: tuple[int, ...], like: Tensor) -> tuple[Tensor, Tensor]:
         "The SPE codes [H, N, d_H, R] this layer uses: the SPE's (shared) draw through this layer's gate."
@@ -113,4 +115,8 @@ class LinearSelfAttention(MultiHeadSelfAttention):
     def forward(self, x: Tensor, # tokens [B, N, d], flattened row-major
                 structure_size: Sequence[int]) -> Tensor: # [B, N, d]
         "Linear multi-head self-attention of `x` laid out in `structure_size`."
-        return super().forward(x, self._check_input(x, structure_size))
+        S = _check_input(x, structure_size, self.d, self.dims)
+        if self.spe is not None and self.spe.realisations != self.omega.shape[1]:
+            raise ValueError(f"spe.realisations={self.spe.realisations} but the features were drawn for "
+                             f"{self.omega.shape[1]}: call redraw_features()")
+        return super().forward(x, S)

@@ -12,10 +12,11 @@ import math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from ..core.geometry import relative_size
+from ..core.checks import check_choice
+from ..core.geometry import check_structure_size, relative_size
 from ..layers.block import PositionalSelfAttention
 from contextlib import nullcontext
-from ..encodings.spe import make_spe
+from ..encodings.spe import SPE, make_spe
 from ..layers.linear import LinearSelfAttention
 from ..layers.gam import GeneralizedAttention
 
@@ -29,8 +30,13 @@ class EncoderBlock(nn.Module):
                  dropout: float = 0.1, # dropout after attention and feed-forward, and inside the FFN
                  attention: str = 'positional', # a key of ATTENTIONS
                  **options): # options of that attention (heads, pe, dims, span, threshold, version, ...)
+        """A post-norm encoder layer; call it as block(x [B, N, d], structure_size) -> [B, N, d].
+
+        d: features (64); ffn: hidden width of the feed-forward network (128); dropout: the rate after the attention
+        and the feed-forward network, and inside it (0.1); attention: a key of ATTENTIONS ('positional'); options:
+        the options of that attention (heads, pe, dims, span, threshold, version, spe, ...)."""
+        check_choice('attention', attention, ATTENTIONS)
         super().__init__()
-        if attention not in ATTENTIONS: raise ValueError(f"attention={attention!r} is not one of {tuple(ATTENTIONS)}")
         self.attention = ATTENTIONS[attention](d, **options)
         self.ffn = nn.Sequential(nn.Linear(d, ffn), nn.Dropout(dropout), nn.ReLU(), nn.Linear(ffn, d))
         self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
@@ -42,52 +48,19 @@ class EncoderBlock(nn.Module):
         x = self.norm1(x + self.drop1(self.attention(x, structure_size)))
         return self.norm2(x + self.drop2(self.ffn(x)))
 
-# %% ../../nbs/30_model.classifier.ipynb #a6a7a7b6
-class Classifier(nn.Module):
-    "Figure 1: token embedding, N_b positional encoder blocks, the last token read out into class scores."
-    def __init__(self, channels: int, # C, features per pixel
-                 classes: int, # number of classes
-                 structure_size: Sequence[int], # S of the input
-                 d: int = 64, # features
-                 blocks: int = 6, # N_b
-                 ffn: int = 128, # hidden width of each feed-forward network
-                 head_hidden: int = 64, # hidden width of the output head
-                 dropout: float = 0.1, # every dropout rate
-                 attention: str = 'positional', # the attention of every block, a key of ATTENTIONS
-                 **options): # options of that attention (heads, pe, dims, span, threshold, version, ...)
-        super().__init__()
-        self.structure_size = tuple(structure_size)
-        dims = options.setdefault('dims', len(self.structure_size))
-        if dims != len(self.structure_size):
-            raise ValueError(f"structure_size={list(structure_size)} has {len(self.structure_size)} dimension(s) "
-                             f"but the attention has dims={dims}")
-        self.spe = self._shared_spe(attention, d, options)
-        self.embed = nn.Sequential(nn.Dropout(dropout), nn.Linear(channels, d))
-        self.blocks = nn.ModuleList(EncoderBlock(d, ffn, dropout, attention, **options) for _ in range(blocks))
-        self.head = nn.Sequential(nn.Linear(d, head_hidden), nn.LayerNorm(head_hidden), nn.ReLU(),
-                                  nn.Dropout(dropout), nn.Linear(head_hidden, classes))
+# %% ../../nbs/30_model.classifier.ipynb #86cbf6dd
+def _shared_spe(attention: str, d: int, options: dict) -> SPE | None:
+    "Linear attention with `spe='sine'|'conv'`: ONE SPE built from `options`, which then hold it for every block."
+    if attention != 'linear' or options.get('spe') is None: return None
+    keys = ('gated', 'realisations', 'sines', 'kernel_size')
+    spe = make_spe(options.pop('spe'), options['dims'], d, options.get('heads', 8),
+                   **{k: options.pop(k) for k in keys if k in options})
+    options['spe'] = spe
+    return spe
 
-    def forward(self, x: Tensor # images [B, *S, C], channels last
-               ) -> Tensor: # class scores [B, classes]
-        "Class scores of a batch of images laid out in `structure_size`."
-        S = self.structure_size
-        if tuple(x.shape[1:-1]) != S:
-            raise ValueError(f"x has shape {tuple(x.shape)}; expected [B, {', '.join(map(str, S))}, C]")
-        x = self.embed(x.flatten(1, -2))  # [B, N, d]
-        with self.spe.shared_draw() if self.spe is not None else nullcontext():  # one SPE draw per forward pass
-            for block in self.blocks: x = block(x, S)
-        return self.head(x[:, -1])
-
-    @staticmethod
-    def _shared_spe(attention: str, d: int, options: dict):
-        "Linear attention with `spe='sine'|'conv'`: ONE stochastic positional encoding, given to every block."
-        if attention != 'linear' or options.get('spe') is None: return None
-        keys = ('gated', 'realisations', 'sines', 'kernel_size')
-        spe = make_spe(options.pop('spe'), options['dims'], d, options.get('heads', 8),
-                       **{k: options.pop(k) for k in keys if k in options})
-        options['spe'] = spe
-        return spe
-
+# %% ../../nbs/30_model.classifier.ipynb #5a774c26
+class _LayerReport:
+    "`version` and `spans()` of a model with EncoderBlocks `blocks` over a structure `structure_size`."
     @property
     def version(self) -> str: return self.blocks[0].attention.version
     @version.setter
@@ -104,3 +77,44 @@ class Classifier(nn.Module):
             size = att.span_size(self.structure_size) if span is not None else relative_size(self.structure_size)
             out.append(dict(layer=i, sigma=sigma, span_size=list(size)))
         return out
+
+# %% ../../nbs/30_model.classifier.ipynb #a6a7a7b6
+class Classifier(_LayerReport, nn.Module):
+    "Figure 1: token embedding, N_b positional encoder blocks, the last token read out into class scores."
+    def __init__(self, channels: int, # C, features per pixel
+                 classes: int, # number of classes
+                 structure_size: Sequence[int], # S of the input
+                 d: int = 64, # features
+                 blocks: int = 6, # N_b
+                 ffn: int = 128, # hidden width of each feed-forward network
+                 head_hidden: int = 64, # hidden width of the output head
+                 dropout: float = 0.1, # every dropout rate
+                 attention: str = 'positional', # the attention of every block, a key of ATTENTIONS
+                 **options): # options of that attention (heads, pe, dims, span, threshold, version, ...)
+        """Figure 1's classifier; call it as model(x [B, *structure_size, C]) -> class scores [B, classes].
+
+        channels: C, features per pixel; classes: the number of classes; structure_size: S of the input ([H, W], or
+        [H * W] in 1-D); d: features (64); blocks: N_b, encoder blocks (6); ffn: hidden width of each feed-forward
+        network (128); head_hidden: hidden width of the output head (64); dropout: every dropout rate (0.1);
+        attention: the attention of every block, a key of ATTENTIONS ('positional'); options: that attention's
+        options (heads, pe, span, threshold, version, spe, ...; dims is len(structure_size) unless given)."""
+        S = check_structure_size(structure_size, options.get('dims'))
+        super().__init__()
+        self.structure_size = S
+        options.setdefault('dims', len(S))
+        self.spe = _shared_spe(attention, d, options)
+        self.embed = nn.Sequential(nn.Dropout(dropout), nn.Linear(channels, d))
+        self.blocks = nn.ModuleList(EncoderBlock(d, ffn, dropout, attention, **options) for _ in range(blocks))
+        self.head = nn.Sequential(nn.Linear(d, head_hidden), nn.LayerNorm(head_hidden), nn.ReLU(),
+                                  nn.Dropout(dropout), nn.Linear(head_hidden, classes))
+
+    def forward(self, x: Tensor # images [B, *S, C], channels last
+               ) -> Tensor: # class scores [B, classes]
+        "Class scores of a batch of images laid out in `structure_size`."
+        S = self.structure_size
+        if tuple(x.shape[1:-1]) != S:
+            raise ValueError(f"x has shape {tuple(x.shape)}; expected [B, {', '.join(map(str, S))}, C]")
+        x = self.embed(x.flatten(1, -2))  # [B, N, d]
+        with self.spe.shared_draw() if self.spe is not None else nullcontext():  # one SPE draw per forward pass
+            for block in self.blocks: x = block(x, S)
+        return self.head(x[:, -1])
