@@ -9,12 +9,16 @@ PROFILE ?= cpu
 JOBS ?= 2
 # extra sweep options, e.g. SWEEP_ARGS="--treatments span_2d siren_2d --seeds 9188 2755 -p data_root=PATH"
 SWEEP_ARGS ?=
+# where `make reproduce` runs the grid: local (JOBS at a time on this machine) or slurm (one job array, SLURM_ARGS),
+# e.g. EXECUTOR=slurm SLURM_ARGS="--partition gpu --gpus-per-run 1 --cpus-per-run 4 --time 48:00:00"
+EXECUTOR ?= local
+SLURM_ARGS ?=
 OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
 # The notebooks `make lab-check` opens and runs in a real browser (paths under nbs/).
 LAB_NOTEBOOKS ?= index.ipynb 23_layers.block.ipynb
 LAB_PORT ?= 8888
 
-.PHONY: setup demo test export readme check-sync reproduce bench lab browser lab-check slurm-up slurm-down
+.PHONY: setup demo test export readme check-sync reproduce bench lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
@@ -71,15 +75,17 @@ readme: $(STAMP)
 	  --TagRemovePreprocessor.remove_input_tags='["remove_input"]' nbs/index.ipynb --output-dir . --output README
 	@sed -i -E 's#(\]\(|src=")\.\./#\1#g' README.md
 
-# `make reproduce PROFILE=cpu [JOBS=2] [SWEEP_ARGS=...]`: run the profile's missing treatment x RandomState runs through
-# the sweep, then rebuild Tables 5-7 and Figures 5-7 with nbs/reproduce.ipynb. For the cpu profile the offline CIFAR-10
+# `make reproduce PROFILE=cpu [JOBS=2] [SWEEP_ARGS=...] [EXECUTOR=slurm SLURM_ARGS=...]`: run the profile's missing
+# treatment x RandomState runs through the sweep (on this machine, or as one SLURM job array that the sweep watches to
+# its end), then rebuild Tables 5-7 and Figures 5-7 with nbs/reproduce.ipynb. For the cpu profile the offline CIFAR-10
 # copy is extracted into data/ first when it is there and not yet extracted. Failed runs are listed with their logs;
 # the tables are still made from the finished runs, and make then exits with the sweep's status.
 reproduce: $(STAMP)
 	@if [ "$(PROFILE)" = cpu ] && [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
 	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
 	@mkdir -p results/$(PROFILE)
-	@status=0; $(BIN)/python -m posattn.sweep --profile $(PROFILE) --jobs $(JOBS) $(SWEEP_ARGS) || status=$$?; \
+	@status=0; $(BIN)/python -m posattn.sweep --profile $(PROFILE) --executor $(EXECUTOR) \
+	  $(if $(filter slurm,$(EXECUTOR)),--wait $(SLURM_ARGS),--jobs $(JOBS)) $(SWEEP_ARGS) || status=$$?; \
 	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/$(PROFILE)/reproduce.ipynb -p profile $(PROFILE); \
 	echo "reproduce: tables in results/$(PROFILE)/tables/, figures in figures/$(PROFILE)/"; exit $$status
 
@@ -101,6 +107,13 @@ slurm-up:
 
 slurm-down:
 	bash scripts/slurm/down.sh
+
+# The sweep on the real cluster: the smoke grid (2 treatments x 2 RandomStates) as one SLURM array through
+# `python -m posattn.sweep --executor slurm`, one task requeued mid-run, every result checked equal (bit for bit) to
+# the local executor's; prints the requeue evidence (attempts file, sacct) and its time. Files in
+# /var/lib/posattn-slurm/test-sweep/<time>/ (not under /tmp: a cluster's nodes do not share it).
+test-slurm: $(STAMP) slurm-up
+	$(BIN)/python scripts/slurm/test_sweep.py
 
 # Open the notebooks in JupyterLab, from the project's venv, on this machine only (127.0.0.1). The server's root is the
 # repository (so the notebooks' ../figures and ../results links work); the file browser opens at nbs/. Notebooks are

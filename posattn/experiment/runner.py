@@ -20,7 +20,7 @@ from .runs import (LOCK_HOLDER_ENV, OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResu
                                      config_diff, make_classifier, mismatch_message, project_root, read_result,
                                      record_config, run_lock, run_paths, say, set_aside)
 from .data import DATASETS, load_data
-from .train import RunClock, best, check_wandb, load_checkpoint, train, wandb_logger, WANDB_MODES
+from .train import AMP_MODES, RunClock, best, check_wandb, load_checkpoint, train, wandb_logger, WANDB_MODES
 
 # %% ../../nbs/43_experiment.runner.ipynb #381105f7
 RUN_OPTIONS = ('results_dir', 'figures_dir', 'force', 'allow_slow', 'progress') # run()'s parameters that are not settings
@@ -42,6 +42,9 @@ def _check_number(name, value, low=0., high=math.inf):
 def _check_values(cfg: dict):
     if cfg['version'] not in VERSIONS: raise ValueError(f"version={cfg['version']!r} is not one of {tuple(VERSIONS)}")
     if cfg['wandb_mode'] not in WANDB_MODES: raise ValueError(f"wandb_mode={cfg['wandb_mode']!r} is not one of {WANDB_MODES}")
+    if cfg['amp'] not in AMP_MODES: raise ValueError(f"amp={cfg['amp']!r} is not one of {AMP_MODES}")
+    if not (cfg['wandb_group'] is None or (isinstance(cfg['wandb_group'], str) and cfg['wandb_group'].strip())):
+        raise ValueError(f"wandb_group={cfg['wandb_group']!r} must be a name (a non-empty string) or None")
     for k in ('epochs', 'batch_size', 'accumulate', 'd', 'heads', 'blocks', 'ffn', 'eval_batch_size'):
         _check_int(k, cfg[k], none=False)
     for k in ('resolution', 'train_size', 'val_size', 'threads'): _check_int(k, cfg[k])
@@ -189,7 +192,10 @@ def _checkpoint_for(cfg: dict, paths: dict, force: bool) -> Path:
     return ck
 
 def _check_scale(cfg: dict, device: torch.device, allow_slow: bool):
-    "Refuse the paper's scale on a CPU, with the estimate of its time, unless `allow_slow`."
+    "Refuse the paper's scale on a CPU, with the estimate of its time, unless `allow_slow`; bfloat16 on a GPU without it."
+    if cfg['amp'] == 'bf16' and device.type == 'cuda' and not torch.cuda.is_bf16_supported():
+        raise RunRefused(f"amp='bf16' needs a GPU with bfloat16 (compute capability 8.0 or later); "
+                         f"{torch.cuda.get_device_name(device)} has none: run with amp='off'")
     if cfg['profile'] == 'paper' and device.type == 'cpu' and not allow_slow:
         raise RunRefused(_too_slow_message(cfg, estimate_seconds(cfg), device))
 
@@ -209,9 +215,10 @@ def _train_and_store(cfg: dict, paths: dict, checkpoint: Path, device: torch.dev
                      cfg['train_size'], cfg['val_size'])
     torch.manual_seed(cfg['seed'])
     model = _model_for(cfg, data.channels, len(data.classes), data.structure_size)
-    log = wandb_logger(cfg['wandb_mode'], cfg, f"{cfg['treatment']}-seed-{cfg['seed']}", paths['result'].parent)
+    log = wandb_logger(cfg['wandb_mode'], cfg, f"{cfg['treatment']}-seed-{cfg['seed']}", paths['result'].parent,
+                       group=cfg['wandb_group'])
     history = train(model, data, cfg['epochs'], cfg['seed'], cfg['batch_size'], cfg['accumulate'], cfg['lr'],
-                    cfg['betas'], cfg['eval_batch_size'], checkpoint, cfg, device, log, stop_after, progress, clock)
+                    cfg['betas'], cfg['eval_batch_size'], checkpoint, cfg, device, log, stop_after, progress, clock, cfg['amp'])
     if log is not None: log.finish()
     if len(history) < cfg['epochs']: return None
     if checkpoint != paths['checkpoint']: os.replace(checkpoint, paths['checkpoint'])

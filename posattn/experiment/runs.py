@@ -108,8 +108,8 @@ STUDY_SEEDS = SEEDS + (1, 2, 3, 4) # the paper's five and four more, for the pow
 
 # %% ../../nbs/40_experiment.runs.ipynb #6fc9161b
 _COMMON = dict(batch_size=20, accumulate=2, lr=1e-3, betas=(0.9, 0.999), d=64, heads=8, blocks=6, ffn=128,
-               dropout=0.1, init_sigma=0.3, version=None, device='auto', threads=None, wandb_mode='disabled',
-               data_root=None, eval_batch_size=100)
+               dropout=0.1, init_sigma=0.3, version=None, device='auto', threads=None, wandb_mode='disabled', wandb_group=None,
+               data_root=None, eval_batch_size=100, amp='off')
 PROFILES = {
     'paper': dict(_COMMON, dataset='cifar10', resolution=None, train_size=None, val_size=None, epochs=80,
                   eval_batch_size=20),
@@ -164,6 +164,7 @@ NOT_IDENTITY = {  # the settings that cannot change a run's numbers, and why
     'threads': "how many cores share each operation: like the CPU model and the BLAS build, which no stored result "
                "could match either, it can only reorder floating-point sums",
     'wandb_mode': "where the metrics are also sent",
+    'wandb_group': "how the dashboard groups the runs",
     'eval_batch_size': "validation draws no random number and leaves the weights alone; its batching changes the "
                        "summed loss only by rounding (checked in experiment.train)",
 }
@@ -184,6 +185,7 @@ def identity(cfg: dict) -> dict:
     "The settings of `cfg` that can change a run's numbers, data_root resolved, values as JSON stores them."
     cfg = {**TREATMENTS.get(cfg.get('treatment'), {}), **cfg}  # files older than the treatment options: the table's row
     out = {k: json.loads(json.dumps(v)) for k, v in cfg.items() if k not in NOT_IDENTITY}
+    out.setdefault('amp', 'off')  # no mixed precision before the setting existed
     if 'data_root' in cfg or 'dataset' in cfg: out['data_root'] = _data_root(cfg)
     return out
 

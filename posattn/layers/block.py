@@ -40,12 +40,17 @@ def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hid
         raise ValueError(f"threshold={threshold} needs span='gaussian': the window is cut from the Gaussian")
 
 # %% ../../nbs/23_layers.block.ipynb #d12590d2
+def _autocast_dtype(x: Tensor) -> bool:
+    "Whether `x` has autocast's dtype while autocast is on for its device."
+    kind = x.device.type
+    return x.is_floating_point() and torch.is_autocast_enabled(kind) and x.dtype == torch.get_autocast_dtype(kind)
+
 def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtype, device) -> tuple[int, ...]:
     "StructureSize of the input `x` [B, N, d] as ints, or a ValueError naming what does not fit the block."
     if not isinstance(x, Tensor) or x.dim() != 3:
         raise ValueError(f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
     if x.shape[-1] != d: raise ValueError(f"x has {x.shape[-1]} features; this block expects d={d}")
-    if x.dtype != dtype:
+    if x.dtype != dtype and not _autocast_dtype(x):
         fix = f"x.to({dtype})" + (f" or block.to({x.dtype})" if x.is_floating_point() else "")
         raise ValueError(f"x has dtype {x.dtype} but this block's parameters are {dtype}: convert with {fix}")
     if x.device != device: raise ValueError(f"x is on {x.device} but this block is on {device}: move one of them")
@@ -120,9 +125,13 @@ class PositionalSelfAttention(_EncodingVersionSwitch, MultiHeadSelfAttention):
     def attend(self, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
         "The chosen version of the attention, on split heads [B, H, N, d_H]."
         terms = relative_terms(self.encoding, S, self.heads).times((lambda off: self.span(off, S)) if self.span else None)
+        if torch.is_autocast_enabled(q.device.type):  # q, k, value are in autocast's lower precision: so is every term
+            cast = lambda fn: None if fn is None else (lambda off: fn(off).to(q.dtype))
+            terms = terms._replace(**{f: cast(getattr(terms, f)) for f in ('query', 'key', 'value', 'factor', 'bias')})
+        u, v = (None if p is None else p.to(q.dtype) for p in (self.u, self.v))
         if self.version not in TERMS_VERSIONS:  # the paper's two slots (the version switch refused any other encoding)
-            return VERSIONS[self.version](q, k, value, self.u, self.v, S, self.span_size(S), terms.query, terms.factor)
-        return VERSIONS[self.version](q, k, value, self.u, self.v, S, self.span_size(S), terms=terms)
+            return VERSIONS[self.version](q, k, value, u, v, S, self.span_size(S), terms.query, terms.factor)
+        return VERSIONS[self.version](q, k, value, u, v, S, self.span_size(S), terms=terms)
 
     def forward(self, x: Tensor, # tokens [B, N, d], flattened row-major
                 structure_size: Sequence[int]) -> Tensor: # [B, N, d]
