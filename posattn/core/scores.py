@@ -1,4 +1,4 @@
-"""Formula 1 (Transformer-XL's four terms) and Algorithm 8's modulation, in the exact order of operations SPEC.md pins.
+"""Formula 1 (Transformer-XL's four terms) and Algorithm 8's modulation, in the exact order of operations that [DECISIONS.md](../DECISIONS.md#scores) pins.
 
 Docs: https://posattn.github.io/posattn/core.scores.html.md"""
 

@@ -65,7 +65,7 @@ class SirenEncoding(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        "SIREN's initialisation (SPEC.md)."
+        "SIREN's initialisation (DECISIONS.md#initialisation)."
         first, *hidden, last = self.linears
         nn.init.uniform_(first.weight, -1 / first.in_features, 1 / first.in_features)
         for lin in hidden:

@@ -26,7 +26,7 @@ def _row(table, setting, a, b, sa, sb, effect, p):
     return dict(table=table, setting=setting, a=a, b=b, n=PAPER_N, effect=effect, p=p,
                 a_stats=dict(zip(('max', 'mean', 'std'), sa)), b_stats=dict(zip(('max', 'mean', 'std'), sb)))
 
-PAPER = ( # the paper's Tables 5, 6 and 7 (SPEC.md), one comparison A -> B per row
+PAPER = ( # the paper's Tables 5, 6 and 7 (DECISIONS.md#paper-numbers), one comparison A -> B per row
     _row('5', '1D', 'baseline', 'siren_1d', (.7624, .7493, .01065), (.7562, .7269, .02311), -.0224, .0995),
     _row('6', '1D', 'siren_1d', 'span_1d', (.7562, .7269, .02311), (.7325, .7094, .02158), -.01750, .2511),
     _row('6', '2D', 'siren_2d', 'span_2d', (.8134, .7991, .008688), (.8130, .8026, .01579), .00346, .6823),

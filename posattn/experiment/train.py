@@ -189,7 +189,7 @@ def train(model: nn.Module, data: Splits,
           clock: RunClock | None = None, # the run's clock (default: started now); filled in from the checkpoint
           amp: str = 'off' # mixed precision of the forward pass, one of AMP_MODES
          ) -> list[dict]: # per-epoch records
-    "Train `model` on `data` (SPEC's loop), resuming from `checkpoint` if it exists; the history."
+    "Train `model` on `data` (the loop of DECISIONS.md#training), resuming from `checkpoint` if it exists; the history."
     for name, val in dict(epochs=epochs, batch_size=batch_size, accumulate=accumulate).items():
         if not (isinstance(val, int) and val >= 1): raise ValueError(f"{name}={val!r} must be a positive integer")
     if amp not in AMP_MODES: raise ValueError(f"amp={amp!r} is not one of {AMP_MODES}")

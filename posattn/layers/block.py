@@ -85,6 +85,14 @@ class _EncodingVersionSwitch(_VersionSwitch):
                              f"encodings only {PAPER_ENCODINGS}; pe={self.pe!r} needs one of {TERMS_VERSIONS}")
         _VersionSwitch.version.fset(self, name)
 
+# %% ../../nbs/23_layers.block.ipynb #d983124d
+def _in_dtype_of(q: Tensor, terms, u: Tensor, v: Tensor | None):
+    "Under torch.autocast q, k and value come in its lower precision: the biases and every term follow them."
+    if not torch.is_autocast_enabled(q.device.type): return terms, u, v
+    cast = lambda fn: None if fn is None else (lambda off: fn(off).to(q.dtype))
+    terms = terms._replace(**{f: cast(getattr(terms, f)) for f in ('query', 'key', 'value', 'factor', 'bias')})
+    return terms, u.to(q.dtype), None if v is None else v.to(q.dtype)
+
 # %% ../../nbs/23_layers.block.ipynb #62b5d67b
 class PositionalSelfAttention(_EncodingVersionSwitch, MultiHeadSelfAttention):
     "Figure 4: multi-head self-attention with relative positional encoding and differentiable span."
@@ -102,7 +110,6 @@ class PositionalSelfAttention(_EncodingVersionSwitch, MultiHeadSelfAttention):
                  version: str = DEFAULT_VERSION, # implementation, a key of VERSIONS
                  pe_options: dict | None = None): # options of the encoding's class (e.g. max_offset), not SIREN's
         """Positional multi-head self-attention; call it as block(x [B, N, d], structure_size) -> [B, N, d].
-
         d: features (64); heads: H, dividing d (8); pe: positional encoding, one of RELATIVE_ENCODINGS ('siren');
         dims: positional dimensions n (1); span: differentiable span, 'off' or 'gaussian'; threshold: t in [0, 1)
         that cuts a window from the Gaussian, 0 keeps every key; init_sigma: initial sigma of the span (0.3);
@@ -125,10 +132,7 @@ class PositionalSelfAttention(_EncodingVersionSwitch, MultiHeadSelfAttention):
     def attend(self, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
         "The chosen version of the attention, on split heads [B, H, N, d_H]."
         terms = relative_terms(self.encoding, S, self.heads).times((lambda off: self.span(off, S)) if self.span else None)
-        if torch.is_autocast_enabled(q.device.type):  # q, k, value are in autocast's lower precision: so is every term
-            cast = lambda fn: None if fn is None else (lambda off: fn(off).to(q.dtype))
-            terms = terms._replace(**{f: cast(getattr(terms, f)) for f in ('query', 'key', 'value', 'factor', 'bias')})
-        u, v = (None if p is None else p.to(q.dtype) for p in (self.u, self.v))
+        terms, u, v = _in_dtype_of(q, terms, self.u, self.v)
         if self.version not in TERMS_VERSIONS:  # the paper's two slots (the version switch refused any other encoding)
             return VERSIONS[self.version](q, k, value, u, v, S, self.span_size(S), terms.query, terms.factor)
         return VERSIONS[self.version](q, k, value, u, v, S, self.span_size(S), terms=terms)
