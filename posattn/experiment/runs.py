@@ -117,8 +117,11 @@ PROFILES = {
     'smoke': dict(_COMMON, dataset='digits', resolution=4, train_size=None, val_size=None, epochs=3, threads=1),
     'demo':  dict(_COMMON, dataset='digits', resolution=None, train_size=None, val_size=None, epochs=6, threads=1),
     'probe': dict(_COMMON, dataset='probe', resolution=8, train_size=None, val_size=None, epochs=4, threads=1),
+    # cpu's images and length, twice its validation images: at 1,000 the binomial noise of one accuracy (+-0.015)
+    # was as large as the spread between RandomStates; run with STUDY_SEEDS (nbs/reproduce.ipynb, issue 14)
+    'study': dict(_COMMON, dataset=None, resolution=8, train_size=4000, val_size=2000, epochs=4, threads=1),
 }
-OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu profile prefers, relative to the project root
+OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu and study profiles prefer, relative to the project root
 
 # %% ../../nbs/40_experiment.runs.ipynb #52d2a753
 def run_paths(profile: str, treatment: str, seed: int | str,
