@@ -18,7 +18,7 @@ OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
 LAB_NOTEBOOKS ?= index.ipynb 23_layers.block.ipynb
 LAB_PORT ?= 8888
 
-.PHONY: setup demo test export readme check-sync reproduce bench lab browser lab-check slurm-up slurm-down test-slurm
+.PHONY: setup demo test export readme check-sync reproduce study bench lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
@@ -77,17 +77,36 @@ readme: $(STAMP)
 
 # `make reproduce PROFILE=cpu [JOBS=2] [SWEEP_ARGS=...] [EXECUTOR=slurm SLURM_ARGS=...]`: run the profile's missing
 # treatment x RandomState runs through the sweep (on this machine, or as one SLURM job array that the sweep watches to
-# its end), then rebuild Tables 5-7 and Figures 5-7 with nbs/reproduce.ipynb. For the cpu profile the offline CIFAR-10
-# copy is extracted into data/ first when it is there and not yet extracted. Failed runs are listed with their logs;
+# its end), then rebuild Tables 5-7 and Figures 5-7 with nbs/reproduce.ipynb. For the cpu and study profiles the offline
+# CIFAR-10 copy is extracted into data/ first when it is there and not yet extracted. Failed runs are listed with their logs;
 # the tables are still made from the finished runs, and make then exits with the sweep's status.
 reproduce: $(STAMP)
-	@if [ "$(PROFILE)" = cpu ] && [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
+	@if { [ "$(PROFILE)" = cpu ] || [ "$(PROFILE)" = study ]; } && [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
 	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
 	@mkdir -p results/$(PROFILE)
 	@status=0; $(BIN)/python -m posattn.sweep --profile $(PROFILE) --executor $(EXECUTOR) \
 	  $(if $(filter slurm,$(EXECUTOR)),--wait $(SLURM_ARGS),--jobs $(JOBS)) $(SWEEP_ARGS) || status=$$?; \
 	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/$(PROFILE)/reproduce.ipynb -p profile $(PROFILE); \
 	echo "reproduce: tables in results/$(PROFILE)/tables/, figures in figures/$(PROFILE)/"; exit $$status
+
+# `make study [JOBS=2]`: the CPU study (nbs/study.ipynb). Through the sweep, each keeping what is finished: the study
+# profile (CIFAR-10 8x8, the paper's seven treatments x nine RandomStates), its pilot at 12x12 and 16x16 (siren_1d,
+# siren_2d, baseline at 12x12; three RandomStates), the probe's siren_1d and siren_2d (nine). Then Tables 5-7 of the
+# study profile (nbs/reproduce.ipynb) and the study notebook: tables in results/{study,probe}/tables/, figures in
+# figures/study/, fast timed at the learned windows in results/bench/learned_spans.json. About 7 CPU-hours from nothing.
+PILOT_SEEDS ?= 9188 2755 361
+study: $(STAMP)
+	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
+	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
+	$(BIN)/python -m posattn.sweep --profile study --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile study --treatments baseline siren_1d siren_2d --seeds $(PILOT_SEEDS) \
+	  -p resolution=12 --results-dir results/pilot/side12 --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile study --treatments siren_1d siren_2d --seeds $(PILOT_SEEDS) \
+	  -p resolution=16 --results-dir results/pilot/side16 --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_1d siren_2d --jobs $(JOBS)
+	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/study/reproduce.ipynb -p profile study
+	$(BIN)/papermill --cwd nbs nbs/study.ipynb results/study/study.ipynb
+	@echo "study: tables in results/study/tables/ and results/probe/tables/, figures in figures/study/"
 
 # Appendix A.4 and the fast version's benchmark: one layer's forward+backward time and peak memory, each case in a fresh
 # process; writes results/bench/*.json and figures/*_time_memory.png. Then the training benchmark: one training step of

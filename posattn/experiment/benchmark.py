@@ -10,7 +10,7 @@ __all__ = ['PEAK_FACTOR', 'FLOORS', 'TRAIN_FLOOR', 'TRAIN_PLAIN', 'TRAIN_MODELS'
            'target_line', 'summary_markdown', 'plot_cases', 'SdpaAttention', 'train_structure', 'set_sigmas',
            'train_model', 'learned_sigmas', 'measure_train', 'train_name', 'train_rows', 'train_table',
            'train_ratio_table', 'train_target_lines', 'train_summary_markdown', 'plot_train', 'profile_train_step',
-           'profile_totals', 'profile_markdown']
+           'profile_totals', 'profile_markdown', 'learned_window_cases', 'window_time_rows']
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #3d766857
 import datetime, inspect, json, math, os, platform, re, resource, statistics, subprocess, sys, tempfile, time
@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 from ..core.attention import MultiHeadSelfAttention, merge_heads
 from .runs import TREATMENTS, atomic_write_text, make_classifier
+from .report import pairs_kept
 from ..model.classifier import Classifier
 from .runner import resolve_device
 from ..layers.block import VERSIONS, PositionalSelfAttention
@@ -759,3 +760,48 @@ def profile_markdown(profiles: Sequence[dict], # results of `profile_train_step`
         lines.append('| ' + ' | '.join(['(the rest)'] + [''] * (len(by) - 1) + [f'{r:.1f}' for r in rest]) + ' |')
         out.append('\n'.join(lines))
     return '\n\n'.join(out) + '\n'
+
+# %% ../../nbs/47_experiment.benchmark.ipynb #856d2d5d
+def _learned(runs: Sequence[dict], treatment: str) -> list[dict]:
+    return [r for r in runs if r['treatment'] == treatment and r.get('spans') and r['spans'][0].get('sigma') is not None]
+
+def learned_window_cases(runs: Sequence[dict], # finished runs (`load_results`)
+                         treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold'),
+                         batch: int = 20, d: int = 64, heads: int = 8, repeats: int = 5, threads: int | None = 1
+                        ) -> list[dict]:
+    "`measure` cases of `fast`: the full span and every SpanSize the runs of `treatments` learned, per structure."
+    cases = []
+    for t in treatments:
+        rs = _learned(runs, t)
+        if not rs: continue
+        S = list(rs[0]['structure_size'])
+        sizes = sorted({tuple(s['span_size']) for r in rs for s in r['spans']} - {tuple(relative_size(S))})
+        for w in [None] + [list(z) for z in sizes]:
+            case = dict(version='fast', structure_size=S, span_size=w, batch=batch, d=d, heads=heads, repeats=repeats,
+                        threads=threads)
+            if case not in cases: cases.append(case)
+    return cases
+
+def window_time_rows(runs: Sequence[dict], # finished runs (`load_results`)
+                     measured: Sequence[dict], # results of `learned_window_cases` (`run_cases`)
+                     treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold')) -> list[dict]:
+    "Per treatment and layer: SpanSizes learned, pairs kept, fast's time there (mean over runs) against the full span."
+    times = {(_label(c['structure_size']), _window(c)): c['time_s'] for c in measured if c['status'] == 'ok'}
+    rows = []
+    for t in treatments:
+        rs = _learned(runs, t)
+        for layer in range(len(rs[0]['spans']) if rs else 0):
+            S = list(rs[0]['structure_size'])
+            sizes = [list(r['spans'][layer]['span_size']) for r in rs]
+            key = lambda z: 'full' if z == list(relative_size(S)) else _label(z)
+            got = [times.get((_label(S), key(z))) for z in sizes]
+            learned = statistics.fmean(got) if None not in got else None
+            full = times.get((_label(S), 'full'))
+            seen = sorted({tuple(z) for z in sizes}, key=lambda z: (-sizes.count(list(z)), z))
+            rows.append(dict(treatment=t, layer=layer, runs=len(rs), structure_size=_label(S),
+                             relative_size=_label(relative_size(S)),
+                             span_size=', '.join(f'{_label(z)} ({sizes.count(list(z))})' for z in seen),
+                             pairs_kept=statistics.fmean(pairs_kept(z, S) for z in sizes),
+                             learned_ms=None if learned is None else 1e3 * learned,
+                             full_ms=None if full is None else 1e3 * full, ratio=_ratio(learned, full)))
+    return rows

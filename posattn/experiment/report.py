@@ -7,7 +7,7 @@ Docs: https://posattn.github.io/posattn/experiment.report.html.md"""
 # %% auto #0
 __all__ = ['SYNTHETIC_MEANS', 'LABELS', 'SPAN_TREATMENTS', 'write_synthetic_results', 'provenance', 'figure_tag', 'box_plot',
            'figure5', 'figure6', 'span_on_image', 'image_shape', 'first_runs', 'figure7', 'pairs_kept',
-           'learned_windows']
+           'learned_windows', 'best_by_epoch', 'advantage_rows', 'figure_advantage']
 
 # %% ../../nbs/44a_experiment.report.ipynb #6d435b65
 import json, math
@@ -18,8 +18,8 @@ import torch
 import matplotlib.pyplot as plt
 from ..core.geometry import relative_size
 from ..core.span import gaussian, span_size
-from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, run_paths
-from .stats import run_version, versions_label
+from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, config_diff, run_paths
+from .stats import compare, run_version, versions_label
 
 # %% ../../nbs/44a_experiment.report.ipynb #34106d06
 SYNTHETIC_MEANS = dict(baseline=.50, siren_1d=.48, span_1d=.47, span_1d_threshold=.48, siren_2d=.55, span_2d=.56,
@@ -197,3 +197,59 @@ def learned_windows(runs: Sequence[dict],
                              span_size=', '.join(f"{'x'.join(map(str, z))} ({sizes.count(z)})" for z in seen),
                              pairs_kept=float(np.mean([pairs_kept(z, S) for z in sizes]))))
     return rows
+
+# %% ../../nbs/44a_experiment.report.ipynb #37ef0b57
+def best_by_epoch(run: dict) -> list[float]:
+    "The best validation accuracy up to each epoch: what the run would have reported, stopped there."
+    return [float(v) for v in np.maximum.accumulate([h['val_acc'] for h in run['history']])]
+
+def _same_setting(runs: Sequence[dict], a: str, b: str, by: str):
+    free = {'treatment', 'seed', 'profile', 'layout', *TREATMENTS[a], *TREATMENTS[b]} | ({'resolution'} if by == 'side' else set())
+    for r in runs[1:]:
+        diff = config_diff(runs[0]['config'], r['config'], ignore=sorted(free))
+        diff = {k: v for k, v in diff.items() if k not in free}
+        if diff: raise ValueError(f"runs differ in more than the treatment, seed{' and side' if by == 'side' else ''}: "
+                                  + ', '.join(f'{k} {x!r} vs {y!r}' for k, (x, y) in diff.items()))
+
+def advantage_rows(runs: Sequence[dict], # finished runs (`load_results`); only those of A and B are used
+                   a: str = 'siren_1d', b: str = 'siren_2d',
+                   by: str = 'side' # 'side': per image side; 'epoch': per epoch, best accuracy so far
+                  ) -> list[dict]:
+    "Per image side or epoch: runs of A and B, their means, mean(B) - mean(A) with its 95% interval, Welch's p and d."
+    if by not in ('side', 'epoch'): raise ValueError(f"by={by!r} is not one of ('side', 'epoch')")
+    rs = [r for r in runs if r['treatment'] in (a, b)]
+    _same_setting(rs, a, b, by)
+    groups = {}
+    for r in rs:
+        items = [(r['config']['resolution'], r['val_acc_max'])] if by == 'side' else enumerate(best_by_epoch(r), 1)
+        for k, v in items: groups.setdefault(k, {a: [], b: []})[r['treatment']].append(v)
+    rows = []
+    for k in sorted(groups):
+        c = compare(groups[k][a], groups[k][b])
+        rows.append({by: k, 'n': f"{c['a']['n']}+{c['b']['n']}", a: c['a']['mean'], b: c['b']['mean'], 'effect': c['effect'],
+                     'ci_low': c['ci_low'], 'ci_high': c['ci_high'], 'p': c['p'], 'd': c['d'], 'note': c['note']})
+    return rows
+
+# %% ../../nbs/44a_experiment.report.ipynb #7712aba2
+def _effect_line(ax: plt.Axes, rows: Sequence[dict], key: str, label: str | None = None):
+    x = [r[key] for r in rows]; y = np.array([r['effect'] for r in rows])
+    err = np.array([[r['effect'] - r['ci_low'] for r in rows], [r['ci_high'] - r['effect'] for r in rows]])
+    line = ax.errorbar(x, y, yerr=np.nan_to_num(err), fmt='o-', capsize=4, label=label)
+    for xi, yi, r in zip(x, y, rows): ax.annotate(f"n={r['n']}", (xi, yi), textcoords='offset points', xytext=(6, 4), fontsize=8)
+    return line
+
+def figure_advantage(side_rows: Sequence[dict], # advantage_rows(by='side')
+                     epoch_rows: dict[str, Sequence[dict]], # label (e.g. '8x8') -> advantage_rows(by='epoch')
+                     a: str, b: str, tag: str) -> plt.Figure:
+    "The effect mean(B) - mean(A) with 95% intervals against the image side (left) and the epochs trained (right)."
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    _effect_line(left, side_rows, 'side')
+    left.set_xlabel('image side (pixels)'); left.set_xticks([r['side'] for r in side_rows])
+    for label, rows in epoch_rows.items(): _effect_line(right, rows, 'epoch', label)
+    right.set_xlabel('epochs trained (best accuracy so far)'); right.legend(title='image side')
+    for ax in (left, right):
+        ax.axhline(0, color='grey', ls='--', lw=1); ax.set_ylabel(f'accuracy: {b} minus {a}')
+    left.set_title('against image side'); right.set_title('against training length')
+    fig.suptitle(f'The 2-D advantage: {b} minus {a}, mean and 95% interval over RandomStates ({tag})')
+    fig.tight_layout()
+    return fig

@@ -19,26 +19,6 @@ from pathlib import Path
 from ..core.checks import check_choice, check_int
 from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text
 
-# %% ../../nbs/44_experiment.stats.ipynb #9fbfc09e
-PAPER_N = 5 # runs per treatment in the paper (RandomStates 9188, 2755, 361, 1321, 833)
-
-def _row(table, setting, a, b, sa, sb, effect, p):
-    return dict(table=table, setting=setting, a=a, b=b, n=PAPER_N, effect=effect, p=p,
-                a_stats=dict(zip(('max', 'mean', 'std'), sa)), b_stats=dict(zip(('max', 'mean', 'std'), sb)))
-
-PAPER = ( # the paper's Tables 5, 6 and 7 (DECISIONS.md#paper-numbers), one comparison A -> B per row
-    _row('5', '1D', 'baseline', 'siren_1d', (.7624, .7493, .01065), (.7562, .7269, .02311), -.0224, .0995),
-    _row('6', '1D', 'siren_1d', 'span_1d', (.7562, .7269, .02311), (.7325, .7094, .02158), -.01750, .2511),
-    _row('6', '2D', 'siren_2d', 'span_2d', (.8134, .7991, .008688), (.8130, .8026, .01579), .00346, .6823),
-    _row('7', '1D', 'span_1d', 'span_1d_threshold', (.7325, .7094, .02158), (.7352, .7168, .01776), .00742, .5697),
-    _row('7', '2D', 'span_2d', 'span_2d_threshold', (.8130, .8026, .01579), (.8130, .8095, .003782), .00694, .3882),
-)
-PAPER_POWER = dict(d=1.4142, n5=0.5025, n9=0.804) # Section 4.2 and the Discussion: power at 5 and at 9 runs per group
-
-TABLES = {t: [(r['setting'], r['a'], r['b']) for r in PAPER if r['table'] == t] for t in ('5', '6', '7')} # comparisons A -> B
-TITLES = {'5': 'Table 5: SIREN-based PE vs the baseline PE', '6': 'Table 6: no span vs differentiable span (no threshold)',
-          '7': 'Table 7: differentiable span without vs with threshold'}
-
 # %% ../../nbs/44_experiment.stats.ipynb #1eea240a
 def _clean(values: Sequence[float]) -> np.ndarray:
     "The finite values as a float array."
@@ -65,16 +45,19 @@ def jarque_bera(values: Sequence[float]) -> dict:
 
 # %% ../../nbs/44_experiment.stats.ipynb #db231443
 def welch_from_stats(mean_a: float, std_a: float, n_a: int, # group A: mean, sample std (ddof 1), runs
-                     mean_b: float, std_b: float, n_b: int  # group B
+                     mean_b: float, std_b: float, n_b: int, # group B
+                     level: float = 0.95 # of the confidence interval of the effect
                     ) -> dict:
-    "Welch's two-sided t-test of mean(B) - mean(A) from summary statistics; NaN and a note when undefined."
-    out = dict(effect=mean_b - mean_a, t=math.nan, df=math.nan, p=math.nan, note='')
+    "Welch's two-sided t-test of mean(B) - mean(A) and its confidence interval; NaN and a note when undefined."
+    out = dict(effect=mean_b - mean_a, t=math.nan, df=math.nan, p=math.nan, ci_low=math.nan, ci_high=math.nan, note='')
     if min(n_a, n_b) < 2 or not np.isfinite([mean_a, mean_b, std_a, std_b]).all():
         out['note'] = f'n_a={n_a}, n_b={n_b}: Welch needs at least 2 runs per group'; return out
     if std_a == 0 and std_b == 0: out['note'] = 'no spread in either group: t is undefined'; return out
     r = _st.ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False)
     va, vb = std_a**2 / n_a, std_b**2 / n_b
-    out.update(t=float(r.statistic), p=float(r.pvalue), df=(va + vb)**2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1)))
+    df = (va + vb)**2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
+    half = float(_st.t.ppf((1 + level) / 2, df)) * math.sqrt(va + vb)
+    out.update(t=float(r.statistic), p=float(r.pvalue), df=df, ci_low=out['effect'] - half, ci_high=out['effect'] + half)
     return out
 
 def welch(a: Sequence[float], # group A: one number per run
@@ -83,6 +66,35 @@ def welch(a: Sequence[float], # group A: one number per run
     "Welch's t-test of mean(B) - mean(A) from the runs themselves (sample std, ddof 1)."
     sa, sb = summarise(a), summarise(b)
     return welch_from_stats(sa['mean'], sa['std'], sa['n'], sb['mean'], sb['std'], sb['n'])
+
+# %% ../../nbs/44_experiment.stats.ipynb #9fbfc09e
+PAPER_N = 5 # runs per treatment in the paper (RandomStates 9188, 2755, 361, 1321, 833)
+
+def _row(table, setting, a, b, sa, sb, effect, p, printed=True):
+    return dict(table=table, setting=setting, a=a, b=b, n=PAPER_N, effect=effect, p=p, printed=printed,
+                a_stats=dict(zip(('max', 'mean', 'std'), sa)), b_stats=dict(zip(('max', 'mean', 'std'), sb)))
+
+def _derived(setting, a, b, sa, sb):  # a comparison the paper did not print, from the group statistics it did
+    return _row('2d', setting, a, b, sa, sb, sb[1] - sa[1], welch_from_stats(sa[1], sa[2], PAPER_N, sb[1], sb[2], PAPER_N)['p'],
+                printed=False)
+
+PAPER = ( # the paper's Tables 5, 6 and 7 (DECISIONS.md#paper-numbers), one comparison A -> B per row
+    _row('5', '1D', 'baseline', 'siren_1d', (.7624, .7493, .01065), (.7562, .7269, .02311), -.0224, .0995),
+    _row('6', '1D', 'siren_1d', 'span_1d', (.7562, .7269, .02311), (.7325, .7094, .02158), -.01750, .2511),
+    _row('6', '2D', 'siren_2d', 'span_2d', (.8134, .7991, .008688), (.8130, .8026, .01579), .00346, .6823),
+    _row('7', '1D', 'span_1d', 'span_1d_threshold', (.7325, .7094, .02158), (.7352, .7168, .01776), .00742, .5697),
+    _row('7', '2D', 'span_2d', 'span_2d_threshold', (.8130, .8026, .01579), (.8130, .8095, .003782), .00694, .3882),
+    # 1-D against 2-D positions: the paper's largest difference, which it shows in Figures 5-6 but tests in no table
+    _derived('no span', 'siren_1d', 'siren_2d', (.7562, .7269, .02311), (.8134, .7991, .008688)),
+    _derived('span', 'span_1d', 'span_2d', (.7325, .7094, .02158), (.8130, .8026, .01579)),
+    _derived('span + threshold', 'span_1d_threshold', 'span_2d_threshold', (.7352, .7168, .01776), (.8130, .8095, .003782)),
+)
+PAPER_POWER = dict(d=1.4142, n5=0.5025, n9=0.804) # Section 4.2 and the Discussion: power at 5 and at 9 runs per group
+
+TABLES = {t: [(r['setting'], r['a'], r['b']) for r in PAPER if r['table'] == t] for t in ('5', '6', '7', '2d')} # comparisons A -> B
+TITLES = {'5': 'Table 5: SIREN-based PE vs the baseline PE', '6': 'Table 6: no span vs differentiable span (no threshold)',
+          '7': 'Table 7: differentiable span without vs with threshold',
+          '2d': "Table 2D: 1-D vs 2-D positions (paper columns: Welch's test on its Tables 5-7 group statistics)"}
 
 # %% ../../nbs/44_experiment.stats.ipynb #92570c67
 def cohens_d(mean_a: float, std_a: float, mean_b: float, std_b: float) -> float:
@@ -129,7 +141,7 @@ def compare(a: Sequence[float], # group A (the reference treatment): one number 
     pw = power(d, int(n), alpha) if n >= 2 else math.nan
     notes = '; '.join(dict.fromkeys(s for s in (sa['note'] and 'A: ' + sa['note'], sb['note'] and 'B: ' + sb['note'],
                                                  w['note']) if s))
-    return dict(a=sa, b=sb, effect=w['effect'], t=w['t'], df=w['df'], p=w['p'], d=d, power=pw,
+    return dict(a=sa, b=sb, effect=w['effect'], ci_low=w['ci_low'], ci_high=w['ci_high'], t=w['t'], df=w['df'], p=w['p'], d=d, power=pw,
                 runs_needed=runs_for_power(d, target, alpha), note=notes)
 
 # %% ../../nbs/44_experiment.stats.ipynb #60d17512
@@ -187,7 +199,7 @@ def versions_label(versions: dict[str, str], # attention version per treatment (
     return f"attention version{'s' if len(vs) > 1 else ''} {', '.join(vs)}" if vs else 'no runs'
 
 # %% ../../nbs/44_experiment.stats.ipynb #7eafe982
-COLUMNS = ('setting', 'treatment', 'version', 'n', 'max', 'mean', 'std', 'effect', 'p', 'd', 'power', 'runs_for_80',
+COLUMNS = ('setting', 'treatment', 'version', 'n', 'max', 'mean', 'std', 'effect', 'ci_low', 'ci_high', 'p', 'd', 'power', 'runs_for_80',
            'paper_max', 'paper_mean', 'paper_std', 'paper_effect', 'paper_p', 'note')
 
 def table_rows(values: dict[str, list[float]], # val_acc_max per treatment
@@ -204,7 +216,8 @@ def table_rows(values: dict[str, list[float]], # val_acc_max per treatment
                        version=(versions or {}).get(name, ''), n=s['n'], max=s['max'],
                        mean=s['mean'], std=s['std'], paper_max=ps['max'], paper_mean=ps['mean'], paper_std=ps['std'],
                        note=s['note'])
-            if last: row |= dict(effect=c['effect'], p=c['p'], d=c['d'], power=c['power'], runs_for_80=c['runs_needed'],
+            if last: row |= dict(effect=c['effect'], ci_low=c['ci_low'], ci_high=c['ci_high'], p=c['p'], d=c['d'],
+                                 power=c['power'], runs_for_80=c['runs_needed'],
                                  paper_effect=paper['effect'], paper_p=paper['p'], note=c['note'])
             rows.append(row)
     return rows
@@ -219,7 +232,7 @@ def group_rows(values: dict[str, list[float]], # val_acc_max per treatment
             for t, x in values.items()]
 
 # %% ../../nbs/44_experiment.stats.ipynb #4716971d
-_DIGITS = dict(max=4, mean=4, std=5, effect=4, p=4, paper_max=4, paper_mean=4, paper_std=5, paper_effect=5,
+_DIGITS = dict(max=4, mean=4, std=5, effect=4, ci_low=4, ci_high=4, p=4, paper_max=4, paper_mean=4, paper_std=5, paper_effect=5,
                paper_p=4, jb=3, jb_p=3, d=2, power=3)
 
 def _cell(k, v, markdown: bool) -> str:
@@ -271,6 +284,7 @@ def comparison_rows(values: dict[str, list[float]], # val_acc_max per treatment
         for name, s, last in ((a, c['a'], False), (b, c['b'], True)):
             row = dict.fromkeys(cols, math.nan) | dict(setting=setting, treatment=name, version=(versions or {}).get(name, ''),
                                                     n=s['n'], max=s['max'], mean=s['mean'], std=s['std'], note=s['note'])
-            if last: row |= dict(effect=c['effect'], p=c['p'], d=c['d'], power=c['power'], runs_for_80=c['runs_needed'], note=c['note'])
+            if last: row |= dict(effect=c['effect'], ci_low=c['ci_low'], ci_high=c['ci_high'], p=c['p'], d=c['d'],
+                                 power=c['power'], runs_for_80=c['runs_needed'], note=c['note'])
             rows.append(row)
     return rows

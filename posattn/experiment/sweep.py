@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 from tqdm.auto import tqdm
-from .runs import (LOCK_HOLDER_ENV, PAPER_TREATMENTS, PROFILES, SEEDS, TREATMENTS, BadResult, RunLocked, RunRefused,
+from .runs import (LOCK_HOLDER_ENV, PAPER_TREATMENTS, PROFILES, SEEDS, profile_seeds, TREATMENTS, BadResult, RunLocked, RunRefused,
                                      atomic_write_text, check_outputs, config_diff, is_finished, mismatch_message, project_root,
                                      read_result, record_config, run_lock, run_paths)
 from .train import check_wandb, checkpoint_diff, read_checkpoint
@@ -310,7 +310,7 @@ def _stamp(folder: Path, name: str, todo: list, params: dict, executor: str, o: 
 
 def sweep(profile: str = 'cpu', # one of PROFILES
           treatments: Sequence[str] | None = None, # default: the paper's seven (PAPER_TREATMENTS); any of TREATMENTS
-          seeds: Sequence[int] | None = None, # default: the paper's SEEDS
+          seeds: Sequence[int] | None = None, # default: the profile's (profile_seeds)
           jobs: int | None = None, # local runs at once (default 1)
           params: dict | None = None, # extra notebook parameters, e.g. dict(data_root='...')
           results_dir: Path | None = None, # in place of <root>/results: results go to <results_dir>/<profile>/
@@ -324,7 +324,7 @@ def sweep(profile: str = 'cpu', # one of PROFILES
          ) -> SweepReport:
     "Submit every missing treatment x seed of `profile` as one array of papermill runs, locally or to SLURM."
     treatments = list(PAPER_TREATMENTS if treatments is None else treatments)
-    seeds = list(SEEDS if seeds is None else seeds); params = dict(params or {})
+    seeds = list(profile_seeds(profile) if seeds is None else seeds); params = dict(params or {})
     name = f"{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
     _check(profile, treatments, seeds, 1 if jobs is None else jobs, params)
     o, folder = _executor_options(executor, dict(options or {}), jobs), submission_folder(profile, results_dir)
@@ -377,7 +377,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument('--jobs', type=int, default=None, help='local runs at once (default 1)')
     p.add_argument('--treatments', nargs='+', default=list(PAPER_TREATMENTS),
                    help=f"default: the paper's seven; any of {', '.join(TREATMENTS)}")
-    p.add_argument('--seeds', nargs='+', type=int, default=list(SEEDS), help="default: the paper's five")
+    p.add_argument('--seeds', nargs='+', type=int, default=None,
+                   help="default: the profile's (the paper's five; nine, STUDY_SEEDS, for study and probe)")
     p.add_argument('-p', dest='params', action='append', default=[], metavar='NAME=VALUE',
                    help='a parameter of the runs (any setting of the profile, force=true, figures_dir=...), repeatable')
     p.add_argument('--results-dir', default=None, help='in place of results/ (runs go to RESULTS_DIR/<profile>/)')
