@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import matplotlib.pyplot as plt
 from ..core.geometry import relative_size
+from ..core.checks import check_choice
 from ..core.span import gaussian, span_size
 from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, config_diff, run_paths
 from .stats import compare, run_version, versions_label
@@ -216,7 +217,7 @@ def advantage_rows(runs: Sequence[dict], # finished runs (`load_results`); only 
                    by: str = 'side' # 'side': per image side; 'epoch': per epoch, best accuracy so far
                   ) -> list[dict]:
     "Per image side or epoch: runs of A and B, their means, mean(B) - mean(A) with its 95% interval, Welch's p and d."
-    if by not in ('side', 'epoch'): raise ValueError(f"by={by!r} is not one of ('side', 'epoch')")
+    check_choice('by', by, ('side', 'epoch'))
     rs = [r for r in runs if r['treatment'] in (a, b)]
     _same_setting(rs, a, b, by)
     groups = {}
