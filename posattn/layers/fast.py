@@ -385,7 +385,7 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     B, H, N, d = q.shape
     scale = t.scale / math.sqrt(d)
     if t.rotate is not None: q, k, u = t.rotate(q + u[:, None]), t.rotate(k), torch.zeros_like(u)
-    if t.rotate is not None and set(t.slots) <= {'rotate', 'scale'} and W == relative_size(S):  # RoPE alone: fused
+    if set(t.slots) <= {'rotate', 'scale'} and W == relative_size(S):  # nothing positional left but a rotation: fused
         return F.scaled_dot_product_attention(q + u[:, None], k, value, scale=scale)
     plan = fast_plan(S, W)
     qu = _query_tiles((q + u[:, None]) * scale, S, plan)  # [B, H, tiles, T^n, d_H]
