@@ -9,7 +9,7 @@ __all__ = ['RESERVED', 'parse_params', 'Run', 'plan', 'SweepReport', 'SweepInter
            'sweep_status', 'main']
 
 # %% ../../nbs/46_experiment.sweep.ipynb #08e732fa
-import argparse, functools, json, os, sys, time, warnings
+import argparse, functools, json, os, signal, sys, threading, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -409,10 +409,21 @@ def _warning_line(message, category, filename, lineno, file=None, line=None):
     print(f'warning: {message}', file=sys.stderr, flush=True)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #b9057a04
+class _Terminated(KeyboardInterrupt): "SIGTERM, taken as a Ctrl-C so that the local runs stop with the sweep."
+
+def _on_term(signum, frame): raise _Terminated()
+
 def main(argv: Sequence[str] | None = None) -> int:
-    "The command line: 0 when all runs are finished (or submitted), 1 when some failed, 2 for bad input or a refusal, 130 on Ctrl-C."
+    "The command line: 0 when all runs are finished (or submitted), 1 when some failed, 2 for bad input or a refusal, 130 on Ctrl-C, 143 on SIGTERM."
     a = _parser().parse_args(argv)
     if a.status: return _print_status(a.profile, a.results_dir)
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _on_term) if main_thread else None  # `kill` stops the runs too, not only the sweep
+    try: return _main(a)
+    finally:
+        if main_thread: signal.signal(signal.SIGTERM, old)
+
+def _main(a) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _warning_line
         try:
@@ -422,9 +433,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (ValueError, RunRefused) as e:
             print(f'error: {e}', file=sys.stderr); return 2
         except SweepInterrupted as e:
-            print(e.report.summary(), flush=True); return 130
-        except KeyboardInterrupt:
-            print('interrupted before any run started: nothing to resume', flush=True); return 130
+            print(e.report.summary(), flush=True); return 143 if isinstance(e.__context__, _Terminated) else 130
+        except KeyboardInterrupt as e:
+            print('interrupted before any run started: nothing to resume', flush=True); return 143 if isinstance(e, _Terminated) else 130
     if a.dry_run:
         print(f'{len(rep.planned)} to run, {len(rep.skipped)} finished',
               *[f'  {r.name}' + (f': {r.note}' if r.note else '') for r in rep.planned], sep='\n'); return 0
