@@ -90,19 +90,20 @@ reproduce: $(STAMP)
 	echo "reproduce: tables in results/$(PROFILE)/tables/, figures in figures/$(PROFILE)/"; exit $$status
 
 # `make study [JOBS=2]`: the CPU study (nbs/study.ipynb). Through the sweep, each keeping what is finished: the study
-# profile (CIFAR-10 8x8, the paper's seven treatments x nine RandomStates), its pilot at 12x12 and 16x16 (siren_1d,
-# siren_2d, baseline at 12x12; three RandomStates), the probe's siren_1d and siren_2d (nine). Then Tables 5-7 of the
-# study profile (nbs/reproduce.ipynb) and the study notebook: tables in results/{study,probe}/tables/, figures in
-# figures/study/, fast timed at the learned windows in results/bench/learned_spans.json. About 7 CPU-hours from nothing.
+# profile (CIFAR-10 8x8, the paper's seven treatments x nine RandomStates), the pilot of image side (siren_1d and
+# siren_2d at 8x8, 12x12 and 16x16 with 2,000 training and 1,000 validation images, three RandomStates), the probe's
+# siren_1d and siren_2d (nine). Then Tables 5-7 of the study profile (nbs/reproduce.ipynb) and the study notebook:
+# tables in results/{study,probe}/tables/, figures in figures/study/, fast timed at the learned windows in
+# results/bench/learned_spans.json. About 7 CPU-hours from nothing.
 PILOT_SEEDS ?= 9188 2755 361
+PILOT_SIDES ?= 8 12 16
 study: $(STAMP)
 	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
 	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
 	$(BIN)/python -m posattn.sweep --profile study --jobs $(JOBS)
-	$(BIN)/python -m posattn.sweep --profile study --treatments baseline siren_1d siren_2d --seeds $(PILOT_SEEDS) \
-	  -p resolution=12 --results-dir results/pilot/side12 --jobs $(JOBS)
-	$(BIN)/python -m posattn.sweep --profile study --treatments siren_1d siren_2d --seeds $(PILOT_SEEDS) \
-	  -p resolution=16 --results-dir results/pilot/side16 --jobs $(JOBS)
+	for side in $(PILOT_SIDES); do $(BIN)/python -m posattn.sweep --profile study --treatments siren_1d siren_2d \
+	  --seeds $(PILOT_SEEDS) -p resolution=$$side -p train_size=2000 -p val_size=1000 \
+	  --results-dir results/pilot/side$$side --jobs $(JOBS) || exit 1; done
 	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_1d siren_2d --jobs $(JOBS)
 	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/study/reproduce.ipynb -p profile study
 	$(BIN)/papermill --cwd nbs nbs/study.ipynb results/study/study.ipynb

@@ -233,10 +233,14 @@ def advantage_rows(runs: Sequence[dict], # finished runs (`load_results`); only 
 
 # %% ../../nbs/44a_experiment.report.ipynb #7712aba2
 def _effect_line(ax: plt.Axes, rows: Sequence[dict], key: str, label: str | None = None):
+    "One line of effects with 95% error bars; the runs behind each point in the label, or beside each point."
     x = [r[key] for r in rows]; y = np.array([r['effect'] for r in rows])
     err = np.array([[r['effect'] - r['ci_low'] for r in rows], [r['ci_high'] - r['effect'] for r in rows]])
-    line = ax.errorbar(x, y, yerr=np.nan_to_num(err), fmt='o-', capsize=4, label=label)
-    for xi, yi, r in zip(x, y, rows): ax.annotate(f"n={r['n']}", (xi, yi), textcoords='offset points', xytext=(6, 4), fontsize=8)
+    same_n = len({r['n'] for r in rows}) == 1
+    if label is not None and same_n and rows: label = f"{label} (n={rows[0]['n']})"
+    line = ax.errorbar(x, y, yerr=np.nan_to_num(err), fmt='o-', capsize=4, label=label, alpha=0.85)
+    if label is None or not same_n:
+        for xi, yi, r in zip(x, y, rows): ax.annotate(f"n={r['n']}", (xi, yi), textcoords='offset points', xytext=(6, 4), fontsize=8)
     return line
 
 def figure_advantage(side_rows: Sequence[dict], # advantage_rows(by='side')
@@ -247,7 +251,8 @@ def figure_advantage(side_rows: Sequence[dict], # advantage_rows(by='side')
     _effect_line(left, side_rows, 'side')
     left.set_xlabel('image side (pixels)'); left.set_xticks([r['side'] for r in side_rows])
     for label, rows in epoch_rows.items(): _effect_line(right, rows, 'epoch', label)
-    right.set_xlabel('epochs trained (best accuracy so far)'); right.legend(title='image side')
+    right.set_xlabel('epochs trained (best accuracy so far)'); right.legend(title='runs (A+B)', fontsize=8)
+    right.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     for ax in (left, right):
         ax.axhline(0, color='grey', ls='--', lw=1); ax.set_ylabel(f'accuracy: {b} minus {a}')
     left.set_title('against image side'); right.set_title('against training length')
