@@ -91,11 +91,11 @@ reproduce: $(STAMP)
 
 # `make study [JOBS=2]`: the CPU study (nbs/study.ipynb). Through the sweep, each keeping what is finished: the study
 # profile (CIFAR-10 8x8, the paper's seven treatments x nine RandomStates), the pilot of image side (siren_1d and
-# siren_2d at 8x8, 12x12 and 16x16 with 2,000 training and 1,000 validation images, three RandomStates), the probe's
+# siren_2d at 8x8, 12x12 and 16x16 with 2,000 training and 1,000 validation images, the paper's five RandomStates), the probe's
 # siren_1d and siren_2d (nine). Then Tables 5-7 of the study profile (nbs/reproduce.ipynb) and the study notebook:
 # tables in results/{study,probe}/tables/, figures in figures/study/, fast timed at the learned windows in
 # results/bench/learned_spans.json. About 7 CPU-hours from nothing.
-PILOT_SEEDS ?= 9188 2755 361
+PILOT_SEEDS ?= 9188 2755 361 1321 833
 PILOT_SIDES ?= 8 12 16
 study: $(STAMP)
 	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
