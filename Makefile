@@ -103,7 +103,7 @@ study: $(STAMP)
 	$(BIN)/python -m posattn.sweep --profile study --jobs $(JOBS)
 	for side in $(PILOT_SIDES); do $(BIN)/python -m posattn.sweep --profile study --treatments siren_1d siren_2d \
 	  --seeds $(PILOT_SEEDS) -p resolution=$$side -p train_size=2000 -p val_size=1000 \
-	  --results-dir results/pilot/side$$side --jobs $(JOBS) || exit 1; done
+	  -p figures_dir=results/pilot/side$$side/figures --results-dir results/pilot/side$$side --jobs $(JOBS) || exit 1; done
 	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_1d siren_2d --jobs $(JOBS)
 	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/study/reproduce.ipynb -p profile study
 	$(BIN)/papermill --cwd nbs nbs/study.ipynb results/study/study.ipynb
