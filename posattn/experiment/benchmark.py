@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 from ..core.attention import MultiHeadSelfAttention, merge_heads
 from .runs import TREATMENTS, atomic_write_text, make_classifier
-from .report import pairs_kept
+from .report import learned_sizes, learned_windows
 from ..model.classifier import Classifier
 from .runner import resolve_device
 from ..layers.block import VERSIONS, PositionalSelfAttention
@@ -762,9 +762,6 @@ def profile_markdown(profiles: Sequence[dict], # results of `profile_train_step`
     return '\n\n'.join(out) + '\n'
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #856d2d5d
-def _learned(runs: Sequence[dict], treatment: str) -> list[dict]:
-    return [r for r in runs if r['treatment'] == treatment and r.get('spans') and r['spans'][0].get('sigma') is not None]
-
 def learned_window_cases(runs: Sequence[dict], # finished runs (`load_results`)
                          treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold'),
                          batch: int = 20, d: int = 64, heads: int = 8, repeats: int = 5, threads: int | None = 1
@@ -772,10 +769,9 @@ def learned_window_cases(runs: Sequence[dict], # finished runs (`load_results`)
     "`measure` cases of `fast`: the full span and every SpanSize the runs of `treatments` learned, per structure."
     cases = []
     for t in treatments:
-        rs = _learned(runs, t)
-        if not rs: continue
-        S = list(rs[0]['structure_size'])
-        sizes = sorted({tuple(s['span_size']) for r in rs for s in r['spans']} - {tuple(relative_size(S))})
+        S, layers = learned_sizes(runs, t)
+        if not layers: continue
+        sizes = sorted({z for sizes in layers for z in sizes} - {tuple(relative_size(S))})
         for w in [None] + [list(z) for z in sizes]:
             case = dict(version='fast', structure_size=S, span_size=w, batch=batch, d=d, heads=heads, repeats=repeats,
                         threads=threads)
@@ -785,23 +781,15 @@ def learned_window_cases(runs: Sequence[dict], # finished runs (`load_results`)
 def window_time_rows(runs: Sequence[dict], # finished runs (`load_results`)
                      measured: Sequence[dict], # results of `learned_window_cases` (`run_cases`)
                      treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold')) -> list[dict]:
-    "Per treatment and layer: SpanSizes learned, pairs kept, fast's time there (mean over runs) against the full span."
+    "`learned_windows`' rows with fast's time at the layer's windows (mean over runs) and at the full span."
     times = {(_label(c['structure_size']), _window(c)): c['time_s'] for c in measured if c['status'] == 'ok'}
+    learned = {t: learned_sizes(runs, t) for t in treatments}
     rows = []
-    for t in treatments:
-        rs = _learned(runs, t)
-        for layer in range(len(rs[0]['spans']) if rs else 0):
-            S = list(rs[0]['structure_size'])
-            sizes = [list(r['spans'][layer]['span_size']) for r in rs]
-            key = lambda z: 'full' if z == list(relative_size(S)) else _label(z)
-            got = [times.get((_label(S), key(z))) for z in sizes]
-            learned = statistics.fmean(got) if None not in got else None
-            full = times.get((_label(S), 'full'))
-            seen = sorted({tuple(z) for z in sizes}, key=lambda z: (-sizes.count(list(z)), z))
-            rows.append(dict(treatment=t, layer=layer, runs=len(rs), structure_size=_label(S),
-                             relative_size=_label(relative_size(S)),
-                             span_size=', '.join(f'{_label(z)} ({sizes.count(list(z))})' for z in seen),
-                             pairs_kept=statistics.fmean(pairs_kept(z, S) for z in sizes),
-                             learned_ms=None if learned is None else 1e3 * learned,
-                             full_ms=None if full is None else 1e3 * full, ratio=_ratio(learned, full)))
+    for row in learned_windows(runs, treatments):
+        S, layers = learned[row['treatment']]
+        got = [times.get((_label(S), 'full' if list(z) == list(relative_size(S)) else _label(z))) for z in layers[row['layer']]]
+        at = statistics.fmean(got) if None not in got else None
+        full = times.get((_label(S), 'full'))
+        rows.append(row | dict(learned_ms=None if at is None else 1e3 * at, full_ms=None if full is None else 1e3 * full,
+                               ratio=_ratio(at, full)))
     return rows

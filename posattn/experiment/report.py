@@ -6,7 +6,7 @@ Docs: https://posattn.github.io/posattn/experiment.report.html.md"""
 
 # %% auto #0
 __all__ = ['SYNTHETIC_MEANS', 'LABELS', 'SPAN_TREATMENTS', 'write_synthetic_results', 'provenance', 'figure_tag', 'box_plot',
-           'figure5', 'figure6', 'span_on_image', 'image_shape', 'first_runs', 'figure7', 'pairs_kept',
+           'figure5', 'figure6', 'span_on_image', 'image_shape', 'first_runs', 'figure7', 'pairs_kept', 'learned_sizes',
            'learned_windows', 'best_by_epoch', 'advantage_rows', 'figure_advantage']
 
 # %% ../../nbs/44a_experiment.report.ipynb #6d435b65
@@ -182,18 +182,24 @@ def pairs_kept(span_size: Sequence[int], structure_size: Sequence[int]) -> float
         share *= (s * (2 * a + 1) - a * (a + 1)) / s ** 2
     return share
 
+def learned_sizes(runs: Sequence[dict], treatment: str) -> tuple[list[int], list[list[tuple[int, ...]]]]:
+    "The structure of `treatment`'s runs with spans, and per layer the SpanSize each of those runs ended with."
+    rs = [r for r in runs if r['treatment'] == treatment and r.get('spans')]
+    if not rs: return [], []
+    S = list(rs[0].get('structure_size') or rs[0]['config']['structure_size'])
+    return S, [[tuple(r['spans'][l]['span_size']) for r in rs if l < len(r['spans'])]
+               for l in range(max(len(r['spans']) for r in rs))]
+
 def learned_windows(runs: Sequence[dict],
                     treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold')) -> list[dict]:
     "Per treatment and layer: its version, the SpanSizes its runs learned (how many runs each) and the mean share of pairs kept."
     rows = []
     for t in treatments:
-        rs = [r for r in runs if r['treatment'] == t and r.get('spans')]
-        for layer in range(max((len(r['spans']) for r in rs), default=0)):
-            S = rs[0].get('structure_size') or rs[0]['config']['structure_size']
-            sizes = [tuple(r['spans'][layer]['span_size']) for r in rs if layer < len(r['spans'])]
+        S, layers = learned_sizes(runs, t)
+        version = ', '.join(sorted({run_version(r) for r in runs if r['treatment'] == t and r.get('spans')}))
+        for layer, sizes in enumerate(layers):
             seen = sorted(set(sizes), key=lambda z: (-sizes.count(z), z))
-            rows.append(dict(treatment=t, version=', '.join(sorted({run_version(r) for r in rs})), layer=layer,
-                             runs=len(sizes), structure_size='x'.join(map(str, S)),
+            rows.append(dict(treatment=t, version=version, layer=layer, runs=len(sizes), structure_size='x'.join(map(str, S)),
                              relative_size='x'.join(map(str, relative_size(S))),
                              span_size=', '.join(f"{'x'.join(map(str, z))} ({sizes.count(z)})" for z in seen),
                              pairs_kept=float(np.mean([pairs_kept(z, S) for z in sizes]))))
@@ -208,7 +214,6 @@ def _same_setting(runs: Sequence[dict], a: str, b: str, by: str):
     free = {'treatment', 'seed', 'profile', 'layout', *TREATMENTS[a], *TREATMENTS[b]} | ({'resolution'} if by == 'side' else set())
     for r in runs[1:]:
         diff = config_diff(runs[0]['config'], r['config'], ignore=sorted(free))
-        diff = {k: v for k, v in diff.items() if k not in free}
         if diff: raise ValueError(f"runs differ in more than the treatment, seed{' and side' if by == 'side' else ''}: "
                                   + ', '.join(f'{k} {x!r} vs {y!r}' for k, (x, y) in diff.items()))
 
