@@ -26,6 +26,7 @@ from .runs import TREATMENTS, atomic_write_text, make_classifier
 from .report import learned_sizes, learned_windows
 from ..model.classifier import Classifier
 from .runner import resolve_device
+from .train import keep_freed_memory
 from ..layers.block import VERSIONS, PositionalSelfAttention
 from ..core.geometry import relative_size
 from ..core.span import span_size as _span_size
@@ -497,7 +498,7 @@ def _run_train(case: dict) -> dict:
     if case.get('threads'): torch.set_num_threads(case['threads'])
     if dev.type == 'cpu': _limit_memory(case['mem_limit_gb'])
     out = dict(status='ok', time_s=None, times=[], peak_mb=None, images_per_s=None, spans=None,
-               threads=torch.get_num_threads(), device=str(dev))
+               threads=torch.get_num_threads(), device=str(dev), kept_memory=keep_freed_memory())  # as a run does
     try:
         model, opt, x, y = _train_setup(case, dev)
         out['spans'] = [s['span_size'] for s in model.spans()]

@@ -20,7 +20,7 @@ from .runs import (LOCK_HOLDER_ENV, OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResu
                                      config_diff, make_classifier, mismatch_message, project_root, read_result,
                                      record_config, run_lock, run_paths, say, set_aside)
 from .data import DATASETS, load_data
-from .train import AMP_MODES, RunClock, best, check_wandb, load_checkpoint, train, wandb_logger, WANDB_MODES
+from .train import AMP_MODES, RunClock, best, check_wandb, keep_freed_memory, load_checkpoint, train, wandb_logger, WANDB_MODES
 
 # %% ../../nbs/43_experiment.runner.ipynb #381105f7
 RUN_OPTIONS = ('results_dir', 'figures_dir', 'force', 'allow_slow', 'progress') # run()'s parameters that are not settings
@@ -211,6 +211,7 @@ def _train_and_store(cfg: dict, paths: dict, checkpoint: Path, device: torch.dev
                      progress: bool, stop_after: int | None) -> dict | None:
     "Load the data, build the model, train, and write the result and its figures; None when stopped early."
     if cfg['threads']: torch.set_num_threads(cfg['threads'])
+    keep_freed_memory()  # a step reuses the memory the last one freed (nbs/42_experiment.train.ipynb)
     data = load_data(cfg['dataset'], cfg['layout'], cfg['seed'], cfg['data_root'], cfg['resolution'],
                      cfg['train_size'], cfg['val_size'])
     torch.manual_seed(cfg['seed'])

@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/experiment.stats.html.md"""
 __all__ = ['PAPER_N', 'PAPER', 'PAPER_POWER', 'TABLES', 'TITLES', 'COLUMNS', 'summarise', 'jarque_bera', 'welch_from_stats',
            'welch', 'cohens_d', 'power', 'runs_for_power', 'compare', 'values_by_treatment', 'run_version',
            'select_version', 'group_versions', 'versions_label', 'table_rows', 'group_rows', 'to_markdown',
-           'write_table', 'write_tables', 'comparison_rows']
+           'write_table', 'write_tables', 'comparison_rows', 'against_rows']
 
 # %% ../../nbs/44_experiment.stats.ipynb #276dce8e
 import csv, io, json, math, os
@@ -288,3 +288,12 @@ def comparison_rows(values: dict[str, list[float]], # val_acc_max per treatment
                                  power=c['power'], runs_for_80=c['runs_needed'], note=c['note'])
             rows.append(row)
     return rows
+
+# %% ../../nbs/44_experiment.stats.ipynb #da368a04
+def against_rows(values: dict[str, list[float]], # val_acc_max per treatment
+                 reference: str, # the treatment every other one is compared with (group A)
+                 treatments: Sequence[str], # the others (each a group B)
+                 setting: str = '', versions: dict[str, str] | None = None) -> list[dict]:
+    "The reference's row, then one row per treatment with its comparison to the reference (`comparison_rows`' B rows)."
+    rows = comparison_rows(values, [(setting, reference, t) for t in treatments], versions)
+    return rows[:1] + rows[1::2]

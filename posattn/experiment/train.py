@@ -6,10 +6,10 @@ Docs: https://posattn.github.io/posattn/experiment.train.html.md"""
 
 # %% auto #0
 __all__ = ['AMP_MODES', 'WANDB_MODES', 'autocast', 'evaluate', 'read_checkpoint', 'checkpoint_diff', 'load_checkpoint',
-           'RunClock', 'best', 'train', 'check_wandb', 'span_metrics', 'wandb_logger']
+           'RunClock', 'best', 'train', 'keep_freed_memory', 'check_wandb', 'span_metrics', 'wandb_logger']
 
 # %% ../../nbs/42_experiment.train.ipynb #288c4757
-import math, netrc, os, time
+import ctypes, math, netrc, os, time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,6 +214,15 @@ def train(model: nn.Module, data: Splits,
         report.epoch(history[-1])
         if log is not None: log(history[-1], model)
     return history
+
+# %% ../../nbs/42_experiment.train.ipynb #bc11dd80
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # mallopt's parameter numbers in glibc's malloc.h
+
+def keep_freed_memory() -> bool:
+    "Make glibc keep freed memory for reuse (no mmap, no trimming); True when set, False without glibc's mallopt."
+    try: mallopt = ctypes.CDLL(None).mallopt  # the C library this process already runs on
+    except (OSError, AttributeError): return False
+    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2 ** 31 - 1))
 
 # %% ../../nbs/42_experiment.train.ipynb #44085140
 WANDB_MODES = ('disabled', 'offline', 'online')
