@@ -58,6 +58,8 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
     'siren_2d':          dict(pe='siren',    dims=2, span='off',      threshold=0.),
     'span_2d':           dict(pe='siren',    dims=2, span='gaussian', threshold=0.),
     'span_2d_threshold': dict(pe='siren',    dims=2, span='gaussian', threshold=0.1),
+    # beyond the paper: the control, no positions at all (what the image's content alone gives; fused attention)
+    'none_2d':           dict(pe='none',     dims=2, span='off',      threshold=0.),
     # beyond the paper: linear attention with a stochastic positional encoding (nbs/24_layers.linear.ipynb), gated
     'spe_sine_1d':       dict(attention='linear', dims=1, spe='sine', gated=True),
     'spe_conv_1d':       dict(attention='linear', dims=1, spe='conv', gated=True),
