@@ -161,20 +161,13 @@ def _raw_scores(qu, qv, keys, e, geom, f=None) -> Tensor: # [B, H, t, T^n, L^n]
     return a
 
 # %% ../../nbs/22_layers.fast.ipynb #432ddaea
-def _chunk_scores(qu, qv, keys, e, g, valid, geom, f=None, b=None) -> Tensor: # [B, H, t, T^n, L^n]
-    "What the softmax of a chunk sees: raw scores times the Gaussian (factor), plus the bias, -inf outside the window."
+def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None) -> tuple[Tensor, Tensor]: # weights [B, H, t, T^n, L^n], out
+    "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
     a = _raw_scores(qu, qv, keys, e, geom, f)
     if g is not None: a.mul_(g)
     if b is not None: a.add_(b)
     if valid is not None: a.masked_fill_(~valid, float('-inf'))
-    return a
-
-def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None) -> tuple[Tensor, Tensor]: # weights [B, H, t, T^n, L^n], out
-    "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
-    return _chunk_output(_chunk_scores(qu, qv, keys, e, g, valid, geom, f, b).softmax(-1), qu, keys, vals, valid, geom, ev)
-
-def _chunk_output(p, qu, keys, vals, valid, geom, ev=None) -> tuple[Tensor, Tensor]: # p (every row has a valid key), out
-    "The weighted sum of the values (and the value slot) under the softmax weights `p` of a chunk."
+    p = a.softmax(-1)  # every row has a valid key
     B, H, t, nq, d = qu.shape
     if keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
         inside = None if valid is None else valid.reshape(t * nq, -1)
@@ -183,8 +176,7 @@ def _chunk_output(p, qu, keys, vals, valid, geom, ev=None) -> tuple[Tensor, Tens
     return p, out if ev is None else out + _value_term(p, ev, geom)
 
 # %% ../../nbs/22_layers.fast.ipynb #36f9b805
-def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool, f=None, b=None, ev=None, need_db: bool = True,
-                    scaled: Tensor | None = None): # the raw scores times g, zero outside the window (instead of recomputing them)
+def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool, f=None, b=None, ev=None, need_db: bool = True):
     "Gradients of `_chunk_forward` for (qu, qv, keys, vals, e, g), then (f, b, ev), from the softmax weights `p` and the output."
     T, C, L, base = geom
     B, H, t, nq, d = qu.shape
@@ -200,9 +192,7 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool,
     db = da.sum_to_size(b.shape) if b is not None and need_db else None
     dg = None
     if g is not None:
-        if need_dg and scaled is not None:  # g is the same for every b, h; where it is 0 no key counts
-            dg = (scaled * da).sum_to_size(g.shape).div_(g.masked_fill(g == 0, 1))
-        elif need_dg: dg = _raw_scores(qu, qv, keys, e, geom, f).mul_(da).sum_to_size(g.shape)
+        if need_dg: dg = _raw_scores(qu, qv, keys, e, geom, f).mul_(da).sum_to_size(g.shape)
         da.mul_(g)
     if shared: dqu, dkeys = (flat(da) @ keys).view(qu.shape), flat(da).transpose(-2, -1) @ flat(qu)
     else: dqu, dkeys = da @ keys, da.transpose(-2, -1) @ qu
@@ -222,29 +212,21 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool,
     return dqu, dqv, dkeys, dvals, de, dg, df, db, dev
 
 # %% ../../nbs/22_layers.fast.ipynb #7f9c3b10
-def _keeps_scores(g, valid, b, need_dg: bool) -> bool:
-    "Whether the backward can take the Gaussian's gradient from the softmax's input: g nonzero wherever a key counts, no bias."
-    if g is None or not need_dg or b is not None: return False
-    return bool((g != 0).all() if valid is None else ((g != 0) | ~valid).all())
-
 class _Chunk(torch.autograd.Function):
-    "Attention of a run of tiles; the backward keeps one score-sized tensor: the softmax weights, or (with a Gaussian to learn) its input."
+    "Attention of a run of tiles; the backward keeps only the softmax weights."
     @staticmethod
     def forward(ctx, qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None):
-        ctx.geom, ctx.kept = geom, _keeps_scores(g, valid, b, ctx.needs_input_grad[5])
-        a = _chunk_scores(qu, qv, keys, e, g, valid, geom, f, b)
-        p, out = _chunk_output(a.softmax(-1), qu, keys, vals, valid, geom, ev)
-        ctx.save_for_backward(qu, qv, keys, vals, e, g, a if ctx.kept else p, valid, out, f, b, ev)
+        p, out = _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f, b, ev)
+        ctx.geom = geom
+        ctx.save_for_backward(qu, qv, keys, vals, e, g, p, out, f, b, ev)
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        qu, qv, keys, vals, e, g, p, valid, out, f, b, ev = ctx.saved_tensors
-        need, scaled = ctx.needs_input_grad, None
-        if ctx.kept: p, scaled = p.softmax(-1), p if valid is None else p.masked_fill(~valid, 0)
+        qu, qv, keys, vals, e, g, p, out, f, b, ev = ctx.saved_tensors
+        need = ctx.needs_input_grad
         dqu, dqv, dkeys, dvals, de, dg, df, db, dev = _chunk_backward(
-            dout, qu, qv, keys, vals, e, g, p, out, ctx.geom, need_dg=need[5], f=f, b=b, ev=ev, need_db=len(need) > 9 and need[9],
-            scaled=scaled)
+            dout, qu, qv, keys, vals, e, g, p, out, ctx.geom, need_dg=need[5], f=f, b=b, ev=ev, need_db=len(need) > 9 and need[9])
         return dqu, dqv, dkeys, dvals, de, dg, None, None, df, db, dev
 
 # %% ../../nbs/22_layers.fast.ipynb #d6f75bcb
