@@ -162,12 +162,13 @@ def _raw_scores(qu, qv, keys, e, geom, f=None) -> Tensor: # [B, H, t, T^n, L^n]
 
 # %% ../../nbs/22_layers.fast.ipynb #432ddaea
 def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None) -> tuple[Tensor, Tensor]: # weights [B, H, t, T^n, L^n], out
-    "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
+    "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax in place, weighted sum of the values in each window."
     a = _raw_scores(qu, qv, keys, e, geom, f)
     if g is not None: a.mul_(g)
     if b is not None: a.add_(b)
     if valid is not None: a.masked_fill_(~valid, float('-inf'))
-    p = a.softmax(-1)  # every row has a valid key
+    p = a.sub_(a.amax(-1, keepdim=True)).exp_()  # softmax in place; every row has a valid key
+    p = p.div_(p.sum(-1, keepdim=True))
     B, H, t, nq, d = qu.shape
     if keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
         inside = None if valid is None else valid.reshape(t * nq, -1)
