@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/experiment.stats.html.md"""
 __all__ = ['PAPER_N', 'PAPER', 'PAPER_POWER', 'TABLES', 'TITLES', 'COLUMNS', 'summarise', 'jarque_bera', 'welch_from_stats',
            'welch', 'cohens_d', 'power', 'runs_for_power', 'compare', 'values_by_treatment', 'run_version',
            'select_version', 'group_versions', 'versions_label', 'table_rows', 'group_rows', 'to_markdown',
-           'write_table', 'write_tables', 'comparison_rows', 'against_rows']
+           'write_table', 'write_tables', 'comparison_rows', 'against_rows', 'solved_rows']
 
 # %% ../../nbs/44_experiment.stats.ipynb #276dce8e
 import csv, io, json, math, os
@@ -154,18 +154,24 @@ def values_by_treatment(runs: Sequence[dict], treatments: Sequence[str]) -> dict
     return out
 
 # %% ../../nbs/44_experiment.stats.ipynb #088cb1a6
+def _own_attention(treatment: str) -> str | None:
+    "The attention of a treatment that does not use the block's versions ('linear', 'gam'); None for the block's."
+    a = TREATMENTS.get(treatment, {}).get('attention', 'positional')
+    return None if a == 'positional' else a
+
 def run_version(run: dict # a result, as `load_results` reads it
                ) -> str:
-    "The attention version that made `run` (its `config.version`); 'unknown' when it recorded none."
-    return str((run.get('config') or {}).get('version') or 'unknown')
+    "The attention version that made `run` (its `config.version`, 'unknown' when it recorded none), or the treatment's own attention."
+    return _own_attention(run['treatment']) or str((run.get('config') or {}).get('version') or 'unknown')
 
 def select_version(runs: Sequence[dict], version: str | None = None # None: every run
                   ) -> tuple[list[dict], list[str]]:
     "The runs made by `version` (all when None), and a note for each run left out."
     if version is None: return list(runs), []
-    return ([r for r in runs if run_version(r) == version],
+    keep = lambda r: run_version(r) == version or _own_attention(r['treatment']) is not None  # version has no say there
+    return ([r for r in runs if keep(r)],
             [f"{r['treatment']} RandomState {r['seed']}: made with version {run_version(r)}, not {version}: left out"
-             for r in runs if run_version(r) != version])
+             for r in runs if not keep(r)])
 
 def _seeds_by_version(runs: Sequence[dict], treatment: str) -> dict[str, list[int]]:
     "{version: RandomStates} of one treatment's runs, in the paper's RandomState order."
@@ -297,3 +303,22 @@ def against_rows(values: dict[str, list[float]], # val_acc_max per treatment
     "The reference's row, then one row per treatment with its comparison to the reference (`comparison_rows`' B rows)."
     rows = comparison_rows(values, [(setting, reference, t) for t in treatments], versions)
     return rows[:1] + rows[1::2]
+
+# %% ../../nbs/44_experiment.stats.ipynb #d2eae9e5
+def solved_rows(values: dict[str, list[float]], # val_acc_max per treatment
+                reference: str, # the treatment every other one is compared with
+                treatments: Sequence[str], # the others
+                level: float, # a run has solved the task when its val_acc_max reaches this
+                setting: str = '', versions: dict[str, str] | None = None) -> list[dict]:
+    "Per treatment, the runs that reached `level` and Fisher's exact p of that count against the reference's."
+    if not 0 < level <= 1: raise ValueError(f"level={level!r} must be an accuracy in (0, 1]")
+    ref = values.get(reference, [])
+    k0 = sum(x >= level for x in ref)
+    rows = []
+    for t in [reference, *treatments]:
+        x = values.get(t, [])
+        k = sum(v >= level for v in x)
+        p = math.nan if t == reference or not x or not ref else float(_st.fisher_exact([[k0, len(ref) - k0], [k, len(x) - k]])[1])
+        rows.append(dict(setting=setting, treatment=t, version=(versions or {}).get(t, ''), n=len(x), solved=k,
+                         share=k / len(x) if x else math.nan, p=p, note='' if x else 'no runs'))
+    return rows
