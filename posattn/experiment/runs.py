@@ -131,6 +131,14 @@ PROFILES = {
 OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu and study profiles prefer, relative to the project root
 
 # %% ../../nbs/40_experiment.runs.ipynb #52d2a753
+def _figures_root(root: Path, results_dir, figures_dir) -> Path:
+    "figures_dir; else figures/ mirroring a results_dir inside results/ (else <results_dir>/figures): a figure per result file."
+    if figures_dir is not None: return root / figures_dir
+    if results_dir is None: return root / 'figures'
+    res = (root / results_dir).resolve()
+    try: return root / 'figures' / res.relative_to((root / 'results').resolve())
+    except ValueError: return res / 'figures'
+
 def run_paths(profile: str, treatment: str, seed: int | str,
               results_dir: str | Path | None = None, # in place of <root>/results
               figures_dir: str | Path | None = None # in place of <root>/figures
@@ -138,7 +146,7 @@ def run_paths(profile: str, treatment: str, seed: int | str,
     "Every file of one run: result, checkpoint, lock, notebook, log, curves and spans figures."
     root = project_root()
     res = root / (results_dir if results_dir is not None else 'results') / profile
-    fig = root / (figures_dir if figures_dir is not None else 'figures') / profile / 'runs'
+    fig = _figures_root(root, results_dir, figures_dir) / profile / 'runs'
     name, ck = f'{treatment}-seed-{seed}', res / treatment / 'checkpoints'
     return dict(result=res / treatment / f'seed-{seed}.json', checkpoint=ck / f'seed-{seed}.pt', lock=ck / f'seed-{seed}.lock',
                 notebook=res / 'notebooks' / f'{name}.ipynb', log=res / 'logs' / f'{name}.log',
