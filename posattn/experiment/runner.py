@@ -9,7 +9,7 @@ __all__ = ['RUN_OPTIONS', 'resolve_device', 'resolve_config', 'check_params', 'e
            'plot_run']
 
 # %% ../../nbs/43_experiment.runner.ipynb #054920ac
-import json, math, os, platform, sys, tempfile, textwrap, time
+import json, math, os, platform, subprocess, sys, tempfile, textwrap, time
 from pathlib import Path
 import torch
 import torch.nn.functional as F
@@ -141,8 +141,18 @@ def _too_slow_message(cfg: dict, seconds: float, device) -> str:
             f"to run it here anyway.")
 
 # %% ../../nbs/43_experiment.runner.ipynb #46df528e
+def _commit() -> str | None:
+    "The git commit of the posattn source that runs ('+changes' when its files differ from it); None outside a git checkout."
+    src = Path(posattn.__file__).parent
+    git = lambda *a: subprocess.run(['git', '-C', str(src), *a], capture_output=True, text=True, timeout=30)
+    try:
+        if git('ls-files', '--error-unmatch', '__init__.py').returncode: return None  # an installed copy, not the checkout
+        head, changed = git('rev-parse', 'HEAD'), git('status', '--porcelain', '--', '.')
+    except (OSError, subprocess.SubprocessError): return None
+    return None if head.returncode else head.stdout.strip() + ('+changes' if changed.stdout.strip() else '')
+
 def _versions() -> dict:
-    return dict(python=platform.python_version(), torch=torch.__version__, posattn=posattn.__version__)
+    return dict(python=platform.python_version(), torch=torch.__version__, posattn=posattn.__version__, commit=_commit())
 
 def dataset_note(cfg: dict) -> str:
     "What the numbers of a run on this dataset may be compared with."
