@@ -91,11 +91,12 @@ reproduce: $(STAMP)
 
 # `make study [JOBS=2]`: the CPU study (nbs/study.ipynb). Through the sweep, each keeping what is finished: the study
 # profile (CIFAR-10 8x8, the paper's seven treatments x nine RandomStates), the pilot of image side (siren_1d and
-# siren_2d at 8x8, 12x12 and 16x16 with 2,000 training and 1,000 validation images, the paper's five RandomStates), the probe's
-# siren_1d and siren_2d (nine), and the other encodings in 2-D with their no-position control (ENCODINGS_2D) at the
-# study scale and on the probe (the paper's five RandomStates). Then Tables 5-7 of the study profile
-# (nbs/reproduce.ipynb) and the study notebook: tables in results/{study,probe}/tables/, figures in figures/study/,
-# fast timed at the learned windows in results/bench/learned_spans.json. About 15 CPU-hours from nothing.
+# siren_2d at 8x8, 12x12 and 16x16 with 2,000 training and 1,000 validation images, the paper's five RandomStates), the
+# other encodings in 2-D with their no-position control (ENCODINGS_2D) at the study scale (the paper's five), and the
+# probe: the paper's seven treatments and ENCODINGS_2D, nine RandomStates each. Then Tables 5-7 of the study profile and
+# of the probe (nbs/reproduce.ipynb) and the study notebook: tables in results/{study,probe}/tables/, figures in
+# figures/{study,probe}/, fast timed at the learned windows in results/bench/learned_spans.json. About 24 CPU-hours
+# from nothing, two thirds of them the probe.
 PAPER_SEEDS ?= 9188 2755 361 1321 833 # the paper's five RandomStates: the pilot and the other encodings
 PILOT_SIDES ?= 8 12 16
 ENCODINGS_2D ?= sinusoidal_2d learned_2d shaw_2d rel_bias_2d multiplicative_2d deberta_2d rope_2d alibi_2d spe_conv_2d gam_2d
@@ -106,12 +107,13 @@ study: $(STAMP)
 	for side in $(PILOT_SIDES); do $(BIN)/python -m posattn.sweep --profile study --treatments siren_1d siren_2d \
 	  --seeds $(PAPER_SEEDS) -p resolution=$$side -p train_size=2000 -p val_size=1000 \
 	  -p figures_dir=results/pilot/side$$side/figures --results-dir results/pilot/side$$side --jobs $(JOBS) || exit 1; done
-	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_1d siren_2d --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile study --treatments none_2d $(ENCODINGS_2D) --seeds $(PAPER_SEEDS) --jobs $(JOBS)
-	$(BIN)/python -m posattn.sweep --profile probe --treatments $(ENCODINGS_2D) --seeds $(PAPER_SEEDS) --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments $(ENCODINGS_2D) --jobs $(JOBS)
 	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/study/reproduce.ipynb -p profile study
+	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/probe/reproduce.ipynb -p profile probe
 	$(BIN)/papermill --cwd nbs nbs/study.ipynb results/study/study.ipynb
-	@echo "study: tables in results/study/tables/ and results/probe/tables/, figures in figures/study/"
+	@echo "study: tables in results/study/tables/ and results/probe/tables/, figures in figures/study/ and figures/probe/"
 
 # Appendix A.4 and the fast version's benchmark: one layer's forward+backward time and peak memory, each case in a fresh
 # process; writes results/bench/*.json and figures/*_time_memory.png. Then the training benchmark: one training step of
