@@ -132,7 +132,8 @@ def _run(case: dict) -> dict:
     dev = resolve_device(case['device'])
     if case.get('threads'): torch.set_num_threads(case['threads'])
     if dev.type == 'cpu': _limit_memory(case['mem_limit_gb'])
-    out = dict(status='ok', time_s=None, times=[], peak_mb=None, threads=torch.get_num_threads(), device=str(dev))
+    out = dict(status='ok', time_s=None, times=[], peak_mb=None, threads=torch.get_num_threads(), device=str(dev),
+               kept_memory=keep_freed_memory())  # as a run does: see "Allocations" below
     try:
         torch.manual_seed(case['seed'])
         S = case['structure_size']
@@ -233,6 +234,7 @@ def machine_info() -> dict:
 def _same_case(result: dict, case: dict) -> bool:
     "Whether `result` measured `case` (keyword arguments of `measure`, or of `measure_train` with kind='train')."
     if result.get('kind', 'layer') != case.get('kind', 'layer'): return False
+    if 'kept_memory' not in result: return False  # measured with the allocator's defaults, not as a run allocates
     if case.get('kind') == 'train':
         defaults = {k: p.default for k, p in inspect.signature(measure_train).parameters.items()}
         return all(result.get(k) == case.get(k, defaults[k]) for k in _TRAIN_IDENTITY)
