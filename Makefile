@@ -95,7 +95,7 @@ reproduce: $(STAMP)
 # other encodings in 2-D with their no-position control (ENCODINGS_2D) at the study scale (the paper's five), and the
 # probe: the paper's seven treatments and ENCODINGS_2D, nine RandomStates each. Then Tables 5-7 of the study profile and
 # of the probe (nbs/reproduce.ipynb) and the study notebook: tables in results/{study,probe}/tables/, figures in
-# figures/{study,probe}/, fast timed at the learned windows in results/bench/learned_spans.json. About 24 CPU-hours
+# figures/{study,probe}/, fast timed at the learned windows in results/bench/learned_spans.json. About 20 CPU-hours
 # from nothing, two thirds of them the probe.
 PAPER_SEEDS ?= 9188 2755 361 1321 833 # the paper's five RandomStates: the pilot and the other encodings
 PILOT_SIDES ?= 8 12 16
