@@ -106,7 +106,7 @@ study: $(STAMP)
 	$(BIN)/python -m posattn.sweep --profile study --jobs $(JOBS)
 	for side in $(PILOT_SIDES); do $(BIN)/python -m posattn.sweep --profile study --treatments siren_1d siren_2d \
 	  --seeds $(PAPER_SEEDS) -p resolution=$$side -p train_size=2000 -p val_size=1000 \
-	  -p figures_dir=results/pilot/side$$side/figures --results-dir results/pilot/side$$side --jobs $(JOBS) || exit 1; done
+	  --results-dir results/pilot/side$$side --jobs $(JOBS) || exit 1; done
 	$(BIN)/python -m posattn.sweep --profile study --treatments none_2d $(ENCODINGS_2D) --seeds $(PAPER_SEEDS) --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments $(ENCODINGS_2D) --jobs $(JOBS)
