@@ -22,7 +22,7 @@ from torch import Tensor
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 from ..core.attention import MultiHeadSelfAttention, merge_heads
-from .runs import TREATMENTS, atomic_write_text, make_classifier
+from .runs import TREATMENTS, atomic_write_text, make_classifier, treatment_attention
 from .report import learned_sizes, learned_windows
 from ..model.classifier import Classifier
 from .runner import resolve_device
@@ -457,8 +457,8 @@ def train_model(treatment: str, # a key of TRAIN_MODELS
                 channels: int = 3, classes: int = 10) -> Classifier:
     "The classifier a training case measures: the floor, the plain block ('none'), or a treatment's."
     S, opts = train_structure(treatment, side), dict(d=d, heads=heads, blocks=blocks)
-    positional = TREATMENTS.get(treatment, {}).get('attention', 'positional') == 'positional'
-    if version is not None and positional and treatment != TRAIN_FLOOR: opts['version'] = version
+    block = treatment == TRAIN_PLAIN or treatment != TRAIN_FLOOR and treatment_attention(treatment) == 'positional'
+    if version is not None and block: opts['version'] = version  # the floor and SPE/GAM have no versions
     if treatment in (TRAIN_FLOOR, TRAIN_PLAIN):
         model = Classifier(channels, classes, S, pe='none', span='off', **opts)
         if treatment == TRAIN_FLOOR:

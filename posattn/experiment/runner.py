@@ -18,7 +18,8 @@ from ..layers.block import DEFAULT_VERSION, VERSIONS
 from .runs import (LOCK_HOLDER_ENV, OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResult, RunRefused,
                                      atomic_save, atomic_write_text, check_outputs, check_treatment, clean_tmp,
                                      config_diff, make_classifier, mismatch_message, project_root, read_result,
-                                     record_config, run_lock, run_paths, say, set_aside)
+                                     record_config, run_lock, run_paths, say, set_aside,
+                                     treatment_attention)
 from .data import DATASETS, load_data
 from .train import AMP_MODES, RunClock, best, check_wandb, keep_freed_memory, load_checkpoint, train, wandb_logger, WANDB_MODES
 
@@ -107,7 +108,7 @@ def check_params(treatment: str, seed: int, profile: str,
 # %% ../../nbs/43_experiment.runner.ipynb #a595a496
 def _model_for(cfg: dict, channels: int, classes: int, structure_size) -> torch.nn.Module:
     opts = dict(d=cfg['d'], heads=cfg['heads'], blocks=cfg['blocks'], ffn=cfg['ffn'], dropout=cfg['dropout'])
-    if TREATMENTS[cfg['treatment']].get('attention', 'positional') == 'positional':  # the paper's block: span and version
+    if treatment_attention(cfg['treatment']) == 'positional':  # the paper's block: span and version
         opts.update(init_sigma=cfg['init_sigma'], version=cfg['version'])
     return make_classifier(cfg['treatment'], channels, classes, structure_size, **opts)
 

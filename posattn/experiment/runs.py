@@ -7,9 +7,10 @@ Docs: https://posattn.github.io/posattn/experiment.runs.html.md"""
 # %% auto #0
 __all__ = ['TREATMENTS', 'PAPER_TREATMENTS', 'SEEDS', 'STUDY_SEEDS', 'PROFILE_SEEDS', 'PROFILES', 'OFFLINE_CIFAR', 'NOT_IDENTITY',
            'NOT_RECORDED', 'LOCK_HOLDER_ENV', 'project_root', 'atomic_save', 'atomic_write_text', 'check_treatment',
-           'treatments_markdown', 'make_classifier', 'profile_seeds', 'run_paths', 'is_finished', 'load_results',
-           'RunRefused', 'identity', 'record_config', 'config_diff', 'mismatch_message', 'say', 'BadResult',
-           'read_result', 'set_aside', 'check_outputs', 'RunLocked', 'lock_holder', 'run_lock', 'clean_tmp']
+           'treatment_attention', 'treatments_markdown', 'make_classifier', 'profile_seeds', 'run_paths', 'is_finished',
+           'load_results', 'RunRefused', 'identity', 'record_config', 'config_diff', 'mismatch_message', 'say',
+           'BadResult', 'read_result', 'set_aside', 'check_outputs', 'RunLocked', 'lock_holder', 'run_lock',
+           'clean_tmp']
 
 # %% ../../nbs/40_experiment.runs.ipynb #cc202dbb
 import fcntl, glob, json, os, socket, sys, tempfile, textwrap, time
@@ -81,13 +82,17 @@ def check_treatment(treatment: str) -> dict:
         raise ValueError(f"treatment={treatment!r} is not one of {tuple(TREATMENTS)}")
     return dict(TREATMENTS[treatment])
 
+def treatment_attention(treatment: str) -> str:
+    "The attention `treatment` runs: 'positional' (the paper's block, with its versions and span), 'linear' or 'gam'."
+    return check_treatment(treatment).get('attention', 'positional')
+
 # %% ../../nbs/40_experiment.runs.ipynb #22bb06d4
 def treatments_markdown() -> str:
     "TREATMENTS as a markdown table."
     rows = ["| treatment | attention | dims | options |", "|---|---|---|---|"]
     for t, o in TREATMENTS.items():
         rest = ', '.join(f'{k}={v}' for k, v in o.items() if k not in ('attention', 'dims'))
-        rows.append(f"| `{t}` | {o.get('attention', 'positional')} | {o['dims']} | {rest} |")
+        rows.append(f"| `{t}` | {treatment_attention(t)} | {o['dims']} | {rest} |")
     return "\n".join(rows)
 
 # %% ../../nbs/40_experiment.runs.ipynb #7b4e6fc8

@@ -17,7 +17,7 @@ import numpy as np
 from scipy import stats as _st
 from pathlib import Path
 from ..core.checks import check_choice, check_int
-from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text
+from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, treatment_attention
 
 # %% ../../nbs/44_experiment.stats.ipynb #1eea240a
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -156,7 +156,7 @@ def values_by_treatment(runs: Sequence[dict], treatments: Sequence[str]) -> dict
 # %% ../../nbs/44_experiment.stats.ipynb #088cb1a6
 def _own_attention(treatment: str) -> str | None:
     "The attention of a treatment that does not use the block's versions ('linear', 'gam'); None for the block's."
-    a = TREATMENTS.get(treatment, {}).get('attention', 'positional')
+    a = treatment_attention(treatment) if treatment in TREATMENTS else 'positional'
     return None if a == 'positional' else a
 
 def run_version(run: dict # a result, as `load_results` reads it
