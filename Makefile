@@ -93,10 +93,10 @@ reproduce: $(STAMP)
 # profile (CIFAR-10 8x8, the paper's seven treatments x nine RandomStates), the pilot of image side (siren_1d and
 # siren_2d at 8x8, 12x12 and 16x16 with 2,000 training and 1,000 validation images, the paper's five RandomStates), the
 # other encodings in 2-D with their no-position control (ENCODINGS_2D) at the study scale (the paper's five), and the
-# probe: the paper's seven treatments and ENCODINGS_2D, nine RandomStates each. Then Tables 5-7 of the study profile and
-# of the probe (nbs/reproduce.ipynb) and the study notebook: tables in results/{study,probe}/tables/, figures in
-# figures/{study,probe}/, fast timed at the learned windows in results/bench/learned_spans.json. About 20 CPU-hours
-# from nothing, two thirds of them the probe.
+# probe: siren_1d, siren_2d and ENCODINGS_2D at nine RandomStates each, the paper's other five treatments at its five.
+# Then Tables 5-7 of the study profile and of the probe (nbs/reproduce.ipynb) and the study notebook: tables in
+# results/{study,probe}/tables/, figures in figures/{study,probe}/, fast timed at the learned windows in
+# results/bench/learned_spans.json. About 20 CPU-hours from nothing, two thirds of them the probe.
 PAPER_SEEDS ?= 9188 2755 361 1321 833 # the paper's five RandomStates: the pilot and the other encodings
 PILOT_SIDES ?= 8 12 16
 ENCODINGS_2D ?= sinusoidal_2d learned_2d shaw_2d rel_bias_2d multiplicative_2d deberta_2d rope_2d alibi_2d spe_conv_2d gam_2d
@@ -108,7 +108,9 @@ study: $(STAMP)
 	  --seeds $(PAPER_SEEDS) -p resolution=$$side -p train_size=2000 -p val_size=1000 \
 	  --results-dir results/pilot/side$$side --jobs $(JOBS) || exit 1; done
 	$(BIN)/python -m posattn.sweep --profile study --treatments none_2d $(ENCODINGS_2D) --seeds $(PAPER_SEEDS) --jobs $(JOBS)
-	$(BIN)/python -m posattn.sweep --profile probe --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_1d siren_2d --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments baseline span_1d span_1d_threshold span_2d span_2d_threshold \
+	  --seeds $(PAPER_SEEDS) --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments $(ENCODINGS_2D) --jobs $(JOBS)
 	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/study/reproduce.ipynb -p profile study
 	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/probe/reproduce.ipynb -p profile probe
