@@ -96,7 +96,7 @@ reproduce: $(STAMP)
 # probe: siren_1d, siren_2d and ENCODINGS_2D at nine RandomStates each, the paper's other five treatments at its five.
 # Then Tables 5-7 of the study profile and of the probe (nbs/reproduce.ipynb) and the study notebook: tables in
 # results/{study,probe}/tables/, figures in figures/{study,probe}/, fast timed at the learned windows in
-# results/bench/learned_spans.json. About 20 CPU-hours from nothing, two thirds of them the probe.
+# results/bench/learned_spans.json. About 18 CPU-hours from nothing (the committed runs: 17.5), two thirds the probe.
 PAPER_SEEDS ?= 9188 2755 361 1321 833 # the paper's five RandomStates: the pilot and the other encodings
 PILOT_SIDES ?= 8 12 16
 ENCODINGS_2D ?= sinusoidal_2d learned_2d shaw_2d rel_bias_2d multiplicative_2d deberta_2d rope_2d alibi_2d spe_conv_2d gam_2d
