@@ -720,6 +720,8 @@ def profile_train_step(treatment: str, # a key of TRAIN_MODELS
         wall = (time.perf_counter() - t) / steps
     finally: torch.set_num_threads(old)
     events = prof.events()
+    main = statistics.mode(e.thread for e in events if e.name.startswith('aten::'))  # the thread that ran the step
+    events = [e for e in events if e.thread == main]  # another Python thread (tqdm's monitor) waits the whole time
     forward_of = {}
     for e in events:
         if e.sequence_nr >= 0 and not e.name.startswith('autograd::'): forward_of.setdefault(e.sequence_nr, e)
