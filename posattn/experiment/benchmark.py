@@ -705,9 +705,10 @@ def profile_train_step(treatment: str, # a key of TRAIN_MODELS
                        blocks: int = 6, d: int = 64, heads: int = 8,
                        steps: int = 1, # profiled steps (after one warm-up step); times are per step
                        seed: int = 0) -> dict:
-    "Self CPU time of one training step by operator and by posattn function (forward, backward, optimizer), in ms."
+    "Self CPU time of one training step by operator and by posattn function (forward, backward, optimizer), in ms; keeps freed memory, as a run does."
     case = dict(treatment=treatment, side=side, sigmas=sigmas, version=version, blocks=blocks, d=d, heads=heads,
                 batch=batch, seed=seed)
+    keep_freed_memory()  # as a run does: else page faults of fresh score buffers show up as fills and copies
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
