@@ -128,12 +128,11 @@ def _is_oom(e: BaseException) -> bool:
     return isinstance(e, MemoryError) or 'out of memory' in str(e).lower() or "can't allocate memory" in str(e).lower()
 
 def _run(case: dict) -> dict:
-    "Measure one case in this process (the subprocess' body): peak memory, then the timed passes."
+    "Measure one case in this process (the subprocess' body): peak memory with the allocator's defaults, then the timed passes keeping freed memory."
     dev = resolve_device(case['device'])
     if case.get('threads'): torch.set_num_threads(case['threads'])
     if dev.type == 'cpu': _limit_memory(case['mem_limit_gb'])
-    out = dict(status='ok', time_s=None, times=[], peak_mb=None, threads=torch.get_num_threads(), device=str(dev),
-               kept_memory=keep_freed_memory())  # as a run does: see "Allocations" below
+    out = dict(status='ok', time_s=None, times=[], peak_mb=None, threads=torch.get_num_threads(), device=str(dev))
     try:
         torch.manual_seed(case['seed'])
         S = case['structure_size']
@@ -142,6 +141,7 @@ def _run(case: dict) -> dict:
         x = torch.randn(case['batch'], math.prod(S), case['d'], device=dev)
         step = lambda: _step(block, x, S, case['version'])
         out['peak_mb'] = _peak_mb(step, dev)
+        out['kept_memory'] = keep_freed_memory()  # timed as a run allocates: see "Allocations" below
         out['times'] = [_timed(step, dev) for _ in range(case['repeats'])]
         while sum(out['times']) < case.get('min_time_s', 0.) and len(out['times']) < 50:
             out['times'].append(_timed(step, dev))
