@@ -108,6 +108,7 @@ class RunTask(Checkpointable):
         self.lock, self.holder_env, self.busy = lock, holder_env, busy
         self.slots = None # (folder, n): at most n runs at once on this machine (set by `submit` for the local executor)
         self.turn = None # (folder, i): this task takes a slot after the array's tasks 0..i-1 (set by `submit`, local)
+        self.stop_file = None # once this file exists, no attempt starts (set by `submit` for the local executor)
         for k in _RUNTIME: setattr(self, k, None)
 
     def __getstate__(self) -> dict: return {k: v for k, v in self.__dict__.items() if k not in _RUNTIME}
@@ -254,6 +255,7 @@ def _run_once(self) -> dict:
     n = len(attempts(self.state)) + 1
     main = threading.current_thread() is threading.main_thread()
     old_term = signal.signal(signal.SIGTERM, self._on_term) if main else None
+    if main and self.stop_file and Path(self.stop_file).exists(): self._on_term(signal.SIGTERM, None) # see `stop`
     try:
         if _is_done(self.done): return self._no_run(n, 'skipped')
         self._acquire_slot()
@@ -400,7 +402,9 @@ def submit(tasks: Sequence[RunTask], # the runs, with distinct names
     for i, t in enumerate(tasks):
         ordered = local and info['parallelism']
         t.slots, t.turn = ((str(own), info['parallelism']), (str(own), i)) if ordered else (None, None)
+        t.stop_file = str(own / 'stopped') if local else None
     jobs = _submit_array(executor, tasks, local)
+    for j in jobs: j.posattn_stop_file = own / 'stopped' if local else None # what `stop` writes
     for t, j in zip(tasks, jobs):
         append_jsonl(_manifest(folder), dict(name=t.name, job_id=str(j.job_id), kind=info['kind'], host=socket.gethostname(),
                                              log=str(t.log), state=str(t.state), time=_now(),
@@ -418,6 +422,8 @@ def stop(jobs: Sequence, # jobs returned by submit
     slurm = [j for j in jobs if not isinstance(j, submitit.local.local.LocalJob)]
     if slurm: subprocess.run(['scancel', *sorted({str(j.job_id) for j in slurm})], capture_output=True)
     local, deadline = [j for j in jobs if isinstance(j, submitit.local.local.LocalJob)], time.time() + timeout_s
+    for f in {f for j in local if (f := getattr(j, 'posattn_stop_file', None))}: # first: a task not yet listening sees it
+        f.parent.mkdir(parents=True, exist_ok=True); f.touch()
     while (alive := [j for j in local if not j.done()]) and time.time() < deadline:
         for j in alive: # again each second: a controller that had not started its task yet passes it on then
             try: os.kill(int(j.job_id), signal.SIGTERM)
