@@ -9,6 +9,7 @@ __all__ = ['relative_scores', 'attention_weights', 'weighted_sum']
 
 # %% ../../nbs/01_core.scores.ipynb #7e08b022
 import math
+from typing import Callable
 import torch
 from torch import Tensor
 
@@ -42,11 +43,12 @@ def attention_weights(a: Tensor, # scores [..., N_q, N_k]
 def weighted_sum(w: Tensor, # attention weights [..., N_q, N_k], zero outside the window
                  value: Tensor, # values [..., N_k, d_H] (leading dimensions broadcast with w's)
                  inside: Tensor | None = None, # True where the key is in the query's window, broadcastable to w
+                 product: Callable[[Tensor, Tensor], Tensor] = torch.matmul, # how to multiply w by value (same result)
                 ) -> Tensor: # [..., N_q, d_H]
     "`w @ value`, where keys outside `inside` take no part, not even as 0 * NaN: a non-finite value reaches only the queries whose window holds it."
-    if inside is None or bool(torch.isfinite(value).all()): return w @ value
+    if inside is None or bool(torch.isfinite(value).all()): return product(w, value)
     bad = ~torch.isfinite(value)
-    out = w @ value.masked_fill(bad, 0)  # the finite values, with plain arithmetic
+    out = product(w, value.masked_fill(bad, 0))  # the finite values, with plain arithmetic
     fix = [torch.where(inside & bad[..., None, :, f], w * value[..., None, :, f], 0).sum(-1)  # the others, in-window only
            for f in range(value.shape[-1])]
     return out + torch.stack(fix, -1)

@@ -165,11 +165,6 @@ def _narrow(a: Tensor, b: Tensor) -> Tensor:
     "a @ b for a result with few columns (d_H): computed as (bᵀ aᵀ)ᵀ, which CPU gemm runs 2-3x faster."
     return (b.mT @ a.mT).mT
 
-def _weighted(p: Tensor, vals: Tensor, inside: Tensor | None) -> Tensor:
-    "`weighted_sum` (a non-finite value reaches only the queries whose window holds it), its product `_narrow`."
-    if inside is not None and not bool(torch.isfinite(vals).all()): return weighted_sum(p, vals, inside)
-    return _narrow(p, vals)
-
 def _weights(a: Tensor, g, b, valid) -> Tensor: # [B, H, t, T^n, L^n]
     "Softmax weights from the raw scores `a` (overwritten): times the Gaussian (factor), plus the bias, -inf outside the mask."
     if g is not None: a.mul_(g)
@@ -183,8 +178,8 @@ def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=Non
     B, H, t, nq, d = qu.shape
     if keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
         inside = None if valid is None else valid.reshape(t * nq, -1)
-        out = _weighted(p.view(B, H, t * nq, p.shape[-1]), vals, inside).reshape(B, H, t, nq, d)
-    else: out = _weighted(p, vals, valid)
+        out = weighted_sum(p.view(B, H, t * nq, p.shape[-1]), vals, inside, _narrow).reshape(B, H, t, nq, d)
+    else: out = weighted_sum(p, vals, valid, _narrow)
     return p, out if ev is None else out + _value_term(p, ev, geom)
 
 # %% ../../nbs/22_layers.fast.ipynb #36f9b805
@@ -242,8 +237,8 @@ class _Chunk(torch.autograd.Function):
         raw = None
         if p is None:  # the same operations on the same inputs: the weights the forward pass had, bit for bit
             raw = _raw_scores(qu, qv, keys, e, ctx.geom, f)
-            p = _weights(raw.clone() if need[5] and g is not None else raw, g, b, valid)
-            if not need[5]: raw = None
+            p = _weights(raw.clone() if need[5] else raw, g, b, valid)  # need[5]: the Gaussian's gradient needs raw
+            raw = raw if need[5] else None
         dqu, dqv, dkeys, dvals, de, dg, df, db, dev = _chunk_backward(
             dout, qu, qv, keys, vals, e, g, p, out, ctx.geom, need_dg=need[5], f=f, b=b, ev=ev,
             need_db=len(need) > 9 and need[9], raw=raw)
