@@ -209,17 +209,19 @@ def _weights(a: Tensor, g, b, valid) -> Tensor: # [B, H, t, T^n, L^n]
 
 def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None,
                    into: int | None = None, # the scratch slot for the weights; None when they are kept
-                   keep_raw: bool = False # also return a copy of the raw scores (for the Gaussian's gradient)
+                   keep_raw: bool = False, # also return a copy of the raw scores (for the Gaussian's gradient)
+                   finite: bool = False # every value is finite (checked once per call): the plain product is exact
                   ) -> tuple[Tensor, Tensor, Tensor | None]: # weights [B, H, t, T^n, L^n], out, raw scores or None
     "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
     a = _raw_scores(qu, qv, keys, e, geom, f, into)
     raw = a.clone() if keep_raw else None
     p = _weights(a, g, b, valid)
     B, H, t, nq, d = qu.shape
+    inside = None if finite else valid
     if keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
-        inside = None if valid is None else valid.reshape(t * nq, -1)
+        inside = None if inside is None else inside.reshape(t * nq, -1)
         out = weighted_sum(p.view(B, H, t * nq, p.shape[-1]), vals, inside, _narrow).reshape(B, H, t, nq, d)
-    else: out = weighted_sum(p, vals, valid, _narrow)
+    else: out = weighted_sum(p, vals, inside, _narrow)
     return p, out if ev is None else out + _value_term(p, ev, geom), raw
 
 # %% ../../nbs/22_layers.fast.ipynb #36f9b805
@@ -269,9 +271,9 @@ KEEP_BYTES = 2 ** 24  # with RECOMPUTE None, the most a call's softmax weights m
 class _Chunk(torch.autograd.Function):
     "Attention of a run of tiles; the backward pass keeps the softmax weights (and raw scores), or only the inputs (`recompute`)."
     @staticmethod
-    def forward(ctx, qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None, recompute: bool = False):
+    def forward(ctx, qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None, recompute: bool = False, finite: bool = False):
         keep_raw = not recompute and ctx.needs_input_grad[5]  # the Gaussian's gradient needs the raw scores
-        p, out, raw = _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f, b, ev, 0 if recompute else None, keep_raw)
+        p, out, raw = _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f, b, ev, 0 if recompute else None, keep_raw, finite)
         ctx.geom = geom
         ctx.save_for_backward(qu, qv, keys, vals, e, g, None if recompute else p, raw, out, f, b, ev, valid)
         return out
@@ -288,7 +290,7 @@ class _Chunk(torch.autograd.Function):
         dqu, dqv, dkeys, dvals, de, dg, df, db, dev = _chunk_backward(
             dout, qu, qv, keys, vals, e, g, p, out, ctx.geom, need_dg=need[5], f=f, b=b, ev=ev,
             need_db=len(need) > 9 and need[9], raw=raw)
-        return dqu, dqv, dkeys, dvals, de, dg, None, None, df, db, dev, None
+        return dqu, dqv, dkeys, dvals, de, dg, None, None, df, db, dev, None, None
 
 
 # %% ../../nbs/22_layers.fast.ipynb #d6f75bcb
@@ -468,5 +470,6 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     qvs = [None] * len(chunks)
     if t.query is not None: qvs = _query_tiles((q if v is None else q + v[:, None]) * scale, S, plan).split(step, 2)
     recompute = RECOMPUTE if RECOMPUTE is not None else B * H * qu.shape[2] * nq * keys * q.element_size() > KEEP_BYTES
-    outs = [_Chunk.apply(a, b, *c, recompute) for a, b, c in zip(qu.split(step, 2), qvs, chunks)]
+    finite = bool(torch.isfinite(value).all())  # once per call, not per chunk: weighted_sum's exact path only for non-finite values
+    outs = [_Chunk.apply(a, b, *c, recompute, finite) for a, b, c in zip(qu.split(step, 2), qvs, chunks)]
     return _untile(torch.cat(outs, 2), S, plan)
