@@ -200,22 +200,25 @@ def _narrow(a: Tensor, b: Tensor) -> Tensor:
     "a @ b for a result with few columns (d_H): computed as (bᵀ aᵀ)ᵀ, which CPU gemm runs 2-3x faster."
     return (b.mT @ a.mT).mT
 
-def _weights(a: Tensor, g, b, valid) -> Tensor: # [B, H, t, T^n, L^n]
-    "Softmax weights from the raw scores `a` (overwritten): times the Gaussian (factor), plus the bias, -inf outside the mask."
-    if g is not None: a.mul_(g)
+def _weights(a: Tensor, g, b, valid,
+             out: Tensor | None = None # where to write; None: over `a`
+            ) -> Tensor: # [B, H, t, T^n, L^n]
+    "Softmax weights from the raw scores `a`: times the Gaussian (factor), plus the bias, -inf outside the mask."
+    if out is not None and g is None: a = out.copy_(a)
+    elif g is not None: a = torch.mul(a, g, out=a if out is None else out)  # a copy and a product in one pass
     if b is not None: a.add_(b)
     if valid is not None: a.masked_fill_(~valid, float('-inf'))
     return torch.softmax(a, -1, out=a)  # every row has a valid key
 
 def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None,
                    into: int | None = None, # the scratch slot for the weights; None when they are kept
-                   keep_raw: bool = False, # also return a copy of the raw scores (for the Gaussian's gradient)
+                   keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient)
                    finite: bool = False # every value is finite (checked once per call): the plain product is exact
                   ) -> tuple[Tensor, Tensor, Tensor | None]: # weights [B, H, t, T^n, L^n], out, raw scores or None
     "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
-    a = _raw_scores(qu, qv, keys, e, geom, f, into)
-    raw = a.clone() if keep_raw else None
-    p = _weights(a, g, b, valid)
+    raw = _raw_scores(qu, qv, keys, e, geom, f, into)
+    p = _weights(raw, g, b, valid, torch.empty_like(raw) if keep_raw else None)
+    raw = raw if keep_raw else None
     B, H, t, nq, d = qu.shape
     inside = None if finite else valid
     if keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
@@ -285,7 +288,7 @@ class _Chunk(torch.autograd.Function):
         need = ctx.needs_input_grad
         if p is None:  # the same operations on the same inputs: the weights the forward pass had, bit for bit
             raw = _raw_scores(qu, qv, keys, e, ctx.geom, f, 0)
-            p = _weights(_scratch(2, raw.shape, raw).copy_(raw) if need[5] else raw, g, b, valid)  # need[5]: the Gaussian's gradient needs raw
+            p = _weights(raw, g, b, valid, _scratch(2, raw.shape, raw) if need[5] else None)  # need[5]: the Gaussian's gradient needs raw
             raw = raw if need[5] else None
         dqu, dqv, dkeys, dvals, de, dg, df, db, dev = _chunk_backward(
             dout, qu, qv, keys, vals, e, g, p, out, ctx.geom, need_dg=need[5], f=f, b=b, ev=ev,
