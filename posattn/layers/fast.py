@@ -406,6 +406,7 @@ def _window_chunks(k, value, S, W, plan, nq, encode, gaussian, step, terms: Posi
     e = encode(grid).reshape(-1, H, d).permute(1, 2, 0)[:, None] if encode is not None else None  # [H, 1, d, C^n]
     ev = terms.value(grid).reshape(-1, H, d).transpose(0, 1)[:, None] if terms.value else None  # [H, 1, C^n, d]
     offsets, valid = _window_layout(tuple(S), tuple(W), plan, dev)
+    offsets = offsets.clone()  # the cached grid is shared by every call: the encodings get a copy of their own
     g, b = _pair_table(gaussian, offsets, nq), _pair_table(terms.bias, offsets, nq)  # every tile
     f = None
     if terms.key: f = (terms.key(offsets).reshape(nq, -1, H, d) * scale).permute(2, 0, 1, 3)[:, None]  # [H, 1, T^n, L^n, d]
@@ -430,6 +431,7 @@ def _dense_chunks(k, value, S, W, plan, nq, encode, gaussian, step, terms: Posit
     dev, (B, H, N, d) = k.device, k.shape
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
     offsets, idx, mask = _dense_layout(tuple(S), tuple(W), plan, dev)
+    offsets = offsets.clone()  # the cached grid is shared by every call: the encodings get a copy of their own
     tiles = -(-math.prod(plan.tiles) // step)  # chunks
     cut = lambda fn: _tile_grids(fn(offsets), S, plan).split(step)  # per chunk [t, *features, M^n]
     pairs = lambda c: c[..., idx] if c.dim() == 2 else c[..., idx].transpose(0, 1)  # [t, nq, N] or [H, t, nq, N]
