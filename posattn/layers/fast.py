@@ -204,8 +204,8 @@ def _weights(a: Tensor, g, b, valid,
              out: Tensor | None = None # where to write; None: over `a`
             ) -> Tensor: # [B, H, t, T^n, L^n]
     "Softmax weights from the raw scores `a`: times the Gaussian (factor), plus the bias, -inf outside the mask."
-    if out is not None and g is None: a = out.copy_(a)
-    elif g is not None: a = torch.mul(a, g, out=a if out is None else out)  # a copy and a product in one pass
+    if out is not None: a = out.copy_(a) if g is None else torch.mul(a, g, out=out)  # a copy and a product in one pass
+    elif g is not None: a.mul_(g)
     if b is not None: a.add_(b)
     if valid is not None: a.masked_fill_(~valid, float('-inf'))
     return torch.softmax(a, -1, out=a)  # every row has a valid key
@@ -475,6 +475,7 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     qvs = [None] * len(chunks)
     if t.query is not None: qvs = _query_tiles((q if v is None else q + v[:, None]) * scale, S, plan).split(step, 2)
     recompute = RECOMPUTE if RECOMPUTE is not None else B * H * qu.shape[2] * nq * keys * q.element_size() > KEEP_BYTES
-    finite = bool(torch.isfinite(value).all())  # once per call, not per chunk: weighted_sum's exact path only for non-finite values
+    masked = any(c[4] is not None for c in chunks)  # only a mask needs weighted_sum's exact path for non-finite values
+    finite = not masked or bool(torch.isfinite(value).all())  # checked once per call, not per chunk
     outs = [_Chunk.apply(a, b, *c, recompute, finite) for a, b, c in zip(qu.split(step, 2), qvs, chunks)]
     return _untile(torch.cat(outs, 2), S, plan)
