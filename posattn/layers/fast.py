@@ -200,24 +200,34 @@ def _narrow(a: Tensor, b: Tensor) -> Tensor:
     "a @ b for a result with few columns (d_H): computed as (bᵀ aᵀ)ᵀ, which CPU gemm runs 2-3x faster."
     return (b.mT @ a.mT).mT
 
+def _additive(valid: Tensor | None, b: Tensor | None, like: Tensor) -> Tensor | None:
+    "The bias plus the mask as 0 inside and -inf outside: one table without the batch dimension, or None."
+    if valid is None: return b
+    m = torch.zeros(valid.shape, dtype=like.dtype, device=like.device).masked_fill_(~valid, float('-inf'))
+    return m if b is None else m + b
+
 def _weights(a: Tensor, g, b, valid,
-             out: Tensor | None = None # where to write; None: over `a`
+             out: Tensor | None = None, # where to write; None: over `a`
+             exact: bool = False # mask by assignment, a separate pass (for scores that are not finite)
             ) -> Tensor: # [B, H, t, T^n, L^n]
     "Softmax weights from the raw scores `a`: times the Gaussian (factor), plus the bias, -inf outside the mask."
-    if out is not None: a = out.copy_(a) if g is None else torch.mul(a, g, out=out)  # a copy and a product in one pass
-    elif g is not None: a.mul_(g)
-    if b is not None: a.add_(b)
-    if valid is not None: a.masked_fill_(~valid, float('-inf'))
-    return torch.softmax(a, -1, out=a)  # every row has a valid key
+    c = b if exact else _additive(valid, b, a)
+    o = a if out is None else out
+    if g is not None: o = torch.mul(a, g, out=o) if c is None else torch.addcmul(c, a, g, out=o)  # one pass
+    elif c is not None: o = torch.add(a, c, out=o)
+    elif out is not None: o = out.copy_(a)
+    if exact and valid is not None: o.masked_fill_(~valid, float('-inf'))
+    return torch.softmax(o, -1, out=o)  # every row has a valid key
 
 def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None,
                    into: int | None = None, # the scratch slot for the weights; None when they are kept
                    keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient)
-                   finite: bool = False # every value is finite (checked once per call): the plain product is exact
+                   finite: bool = False, # every value is finite (checked once per call): the plain product is exact
+                   exact: bool = False # mask by assignment (`_weights`)
                   ) -> tuple[Tensor, Tensor, Tensor | None]: # weights [B, H, t, T^n, L^n], out, raw scores or None
     "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
     raw = _raw_scores(qu, qv, keys, e, geom, f, into)
-    p = _weights(raw, g, b, valid, torch.empty_like(raw) if keep_raw else None)
+    p = _weights(raw, g, b, valid, torch.empty_like(raw) if keep_raw else None, exact)
     raw = raw if keep_raw else None
     B, H, t, nq, d = qu.shape
     inside = None if finite else valid
@@ -271,29 +281,50 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool,
 RECOMPUTE: bool | None = None  # True: recompute in the backward pass; False: keep; None: keep while a call's weights fit in KEEP_BYTES
 KEEP_BYTES = 2 ** 24  # with RECOMPUTE None, the most a call's softmax weights may take to be kept (16 MB)
 
-class _Chunk(torch.autograd.Function):
-    "Attention of a run of tiles; the backward pass keeps the softmax weights (and raw scores), or only the inputs (`recompute`)."
+def _chunk_slices(xs: Sequence, dims: Sequence, step: int, tiles: int):
+    "Per run of `step` tiles: its first tile, its length and the slices of `xs` along their tile dimension (None: shared)."
+    for s in range(0, tiles, step):
+        n = min(step, tiles - s)
+        yield s, n, [x if x is None or d is None else x.narrow(d, s, n) for x, d in zip(xs, dims)]
+
+class _Chunks(torch.autograd.Function):
+    "Attention of all tiles, `step` at a time; each chunk's weights (and raw scores) are kept, or recomputed (`recompute`)."
     @staticmethod
-    def forward(ctx, qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None, recompute: bool = False, finite: bool = False):
+    def forward(ctx, qu, qv, keys, vals, e, g, valid, f, b, ev, # the call's tensors, [B, H, tiles, T^n, d_H] for qu and qv
+                geom, step: int, dims: tuple, # the tile dimension of each of keys .. ev (None: shared by the tiles)
+                recompute: bool = False, finite: bool = False, exact: bool = False):
         keep_raw = not recompute and ctx.needs_input_grad[5]  # the Gaussian's gradient needs the raw scores
-        p, out, raw = _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f, b, ev, 0 if recompute else None, keep_raw, finite)
-        ctx.geom = geom
-        ctx.save_for_backward(qu, qv, keys, vals, e, g, None if recompute else p, raw, out, f, b, ev, valid)
+        ctx.geom, ctx.step, ctx.dims, ctx.exact, ctx.kept, outs = geom, step, (2, 2, *dims), exact, [], []
+        for _, _, (q1, v1, k1, x1, e1, g1, m1, f1, b1, ev1) in _chunk_slices(
+                (qu, qv, keys, vals, e, g, valid, f, b, ev), ctx.dims, step, qu.shape[2]):
+            p, out, raw = _chunk_forward(q1, v1, k1, x1, e1, g1, m1, geom, f1, b1, ev1, 0 if recompute else None,
+                                         keep_raw, finite, exact)
+            outs.append(out); ctx.kept.append(None if recompute else (p, raw))
+        out = torch.cat(outs, 2)
+        ctx.save_for_backward(qu, qv, keys, vals, e, g, valid, f, b, ev, out)
         return out
 
     @staticmethod
     @once_differentiable  # under no_grad: it writes with out= and in place; a second derivative is refused
     def backward(ctx, dout):
-        qu, qv, keys, vals, e, g, p, raw, out, f, b, ev, valid = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        if p is None:  # the same operations on the same inputs: the weights the forward pass had, bit for bit
-            raw = _raw_scores(qu, qv, keys, e, ctx.geom, f, 0)
-            p = _weights(raw, g, b, valid, _scratch(2, raw.shape, raw) if need[5] else None)  # need[5]: the Gaussian's gradient needs raw
-            raw = raw if need[5] else None
-        dqu, dqv, dkeys, dvals, de, dg, df, db, dev = _chunk_backward(
-            dout, qu, qv, keys, vals, e, g, p, out, ctx.geom, need_dg=need[5], f=f, b=b, ev=ev,
-            need_db=len(need) > 9 and need[9], raw=raw)
-        return dqu, dqv, dkeys, dvals, de, dg, None, None, df, db, dev, None, None
+        *xs, out = ctx.saved_tensors
+        need, geom, dims = ctx.needs_input_grad, ctx.geom, ctx.dims
+        grads = [None if x is None or i == 6 or not need[i] else torch.zeros_like(x) if dims[i] is None else torch.empty_like(x)
+                 for i, x in enumerate(xs)]  # a slice per chunk, or (shared) a sum over the chunks
+        for (s, n, (q1, v1, k1, x1, e1, g1, m1, f1, b1, ev1, o1, d1)), kept in zip(
+                _chunk_slices((*xs, out, dout), (*dims, 2, 2), ctx.step, out.shape[2]), ctx.kept):
+            p, raw = kept or (None, None)
+            if p is None:  # the same operations on the same inputs: the weights the forward pass had, bit for bit
+                raw = _raw_scores(q1, v1, k1, e1, geom, f1, 0)
+                p = _weights(raw, g1, b1, m1, _scratch(2, raw.shape, raw) if need[5] else None, ctx.exact)  # need[5]: raw for dg
+                raw = raw if need[5] else None
+            parts = _chunk_backward(d1, q1, v1, k1, x1, e1, g1, p, o1, geom, need_dg=need[5], f=f1, b=b1, ev=ev1,
+                                    need_db=need[8], raw=raw)
+            for i, part in zip((0, 1, 2, 3, 4, 5, 7, 8, 9), parts):
+                if grads[i] is None: continue
+                if dims[i] is None: grads[i].add_(part)
+                else: grads[i].narrow(dims[i], s, n).copy_(part)
+        return *grads, None, None, None, None, None, None
 
 
 # %% ../../nbs/22_layers.fast.ipynb #d6f75bcb
@@ -396,8 +427,8 @@ def _pair_table(fn, offsets: Tensor, nq: int) -> Tensor | None: # [T^n, L^n] or 
 
 _window_layout = functools.lru_cache(maxsize=64)(_window_geometry)  # shapes in, constants out: once per (S, W, plan, device)
 
-def _window_chunks(k, value, S, W, plan, nq, encode, gaussian, step, terms: PositionTerms = PositionTerms(), scale: float = 1.):
-    "Per-chunk arguments of `_Chunk` in window mode: halos, the window's encodings and pair tables, the masks (and the other slots of `terms`)."
+def _window_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTerms = PositionTerms(), scale: float = 1.):
+    "`_Chunks`' tables in window mode: halos, the window's encodings and pair tables, the masks (and the other slots); tile dimensions; geometry."
     dev, (B, H, N, d) = k.device, k.shape
     tiled = [t < s for t, s in zip(plan.tile, S)]
     C = tuple(2 * h + 1 if c else 2 * s - 1 for c, h, s in zip(tiled, plan.reach, S))  # offsets per query
@@ -410,9 +441,8 @@ def _window_chunks(k, value, S, W, plan, nq, encode, gaussian, step, terms: Posi
     g, b = _pair_table(gaussian, offsets, nq), _pair_table(terms.bias, offsets, nq)  # every tile
     f = None
     if terms.key: f = (terms.key(offsets).reshape(nq, -1, H, d) * scale).permute(2, 0, 1, 3)[:, None]  # [H, 1, T^n, L^n, d]
-    kbs, vbs = _Halos.apply(k, S, plan).split(step, 2), _Halos.apply(value, S, plan).split(step, 2)
-    valids = valid.split(step) if valid is not None else [None] * len(kbs)
-    return [(kb, vb, e, g, m, (plan.tile, C, plan.halo, base), f, b, ev) for kb, vb, m in zip(kbs, vbs, valids)]
+    tables = (_Halos.apply(k, S, plan), _Halos.apply(value, S, plan), e, g, valid, f, b, ev)
+    return tables, (2, 2, None, None, 0, None, None, None), (plan.tile, C, plan.halo, base)
 
 # %% ../../nbs/22_layers.fast.ipynb #19c8701f
 @functools.lru_cache(maxsize=64)  # shapes in, constants out: once per (S, W, plan, device)
@@ -426,26 +456,25 @@ def _dense_layout(S: tuple, W: tuple, plan: FastPlan, device) -> tuple[Tensor, T
     inside = _tile_grids((offsets.abs() <= torch.tensor(W, device=device) // 2).all(-1), S, plan)
     return offsets, idx, inside[:, idx] | _padded_rows(S, plan, device)[:, :, None]
 
-def _dense_chunks(k, value, S, W, plan, nq, encode, gaussian, step, terms: PositionTerms = PositionTerms(), scale: float = 1.):
-    "Per-chunk arguments of `_Chunk` in dense mode: all keys, per-tile encodings and pair tables, the masks (and the other slots of `terms`)."
-    dev, (B, H, N, d) = k.device, k.shape
+def _dense_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTerms = PositionTerms(), scale: float = 1.):
+    "`_Chunks`' tables in dense mode: all keys, per-tile encodings and pair tables, the masks (and the other slots); tile dimensions; geometry."
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
-    offsets, idx, mask = _dense_layout(tuple(S), tuple(W), plan, dev)
+    offsets, idx, mask = _dense_layout(tuple(S), tuple(W), plan, k.device)
+    k, value = k.contiguous(), value.contiguous()  # every chunk's products read them: one copy here, not one per product
     offsets = offsets.clone()  # the cached grid is shared by every call: the encodings get a copy of their own
-    tiles = -(-math.prod(plan.tiles) // step)  # chunks
-    cut = lambda fn: _tile_grids(fn(offsets), S, plan).split(step)  # per chunk [t, *features, M^n]
-    pairs = lambda c: c[..., idx] if c.dim() == 2 else c[..., idx].transpose(0, 1)  # [t, nq, N] or [H, t, nq, N]
-    none = [None] * tiles
-    es = none if encode is None else [c.transpose(0, 1).contiguous() for c in cut(encode)]
-    gs = none if gaussian is None else [pairs(c) for c in cut(gaussian)]
-    evs = none if terms.value is None else [c.permute(1, 0, 3, 2).contiguous() for c in cut(terms.value)]
-    fs = none if terms.key is None else [c[..., idx].permute(1, 0, 3, 4, 2) * scale for c in cut(terms.key)]
-    bs = none if terms.bias is None else [pairs(c) for c in cut(terms.bias)]
-    vs = none if mask is None else mask.split(step)
-    return [(k, value, e, g, m, (plan.tile, C, S, base), f, b, ev) for e, g, m, f, b, ev in zip(es, gs, vs, fs, bs, evs)]
+    cut = lambda fn: None if fn is None else _tile_grids(fn(offsets), S, plan)  # [tiles, *features, M^n]
+    pairs = lambda c: None if c is None else c[..., idx] if c.dim() == 2 else c[..., idx].transpose(0, 1)  # [tiles, nq, N] or [H, tiles, nq, N]
+    e, ev, fk = cut(encode), cut(terms.value), cut(terms.key)
+    e = None if e is None else e.transpose(0, 1).contiguous()  # [H, tiles, d_H, C^n]
+    ev = None if ev is None else ev.permute(1, 0, 3, 2).contiguous()  # [H, tiles, C^n, d_H]
+    f = None if fk is None else fk[..., idx].permute(1, 0, 3, 4, 2) * scale  # [H, tiles, T^n, N, d_H]
+    g, b = pairs(cut(gaussian)), pairs(cut(terms.bias))
+    tile_dim = lambda x: None if x is None else x.dim() - 3
+    return (k, value, e, g, mask, f, b, ev), (None, None, 1, tile_dim(g), 0, 1, tile_dim(b), 1), (plan.tile, C, S, base)
+
 
 # %% ../../nbs/22_layers.fast.ipynb #4989fccf
-BUDGET = 2 ** 23  # scores per chunk (batch x heads x queries x keys)
+BUDGET = 2 ** 21  # scores per chunk (batch x heads x queries x keys)
 
 def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
                 u: Tensor, # content bias [H, d_H]
@@ -470,12 +499,13 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     keys = math.prod(plan.halo) if plan.mode == 'window' else N
     per_score = max(B, d) if t.key is not None and plan.mode == 'dense' else B  # dense F costs d_H per score
     step = max(1, BUDGET // max(1, per_score * H * nq * keys))  # tiles per chunk (all of them for an empty batch)
-    chunks = (_window_chunks if plan.mode == 'window' else _dense_chunks)(k, value, S, W, plan, nq, t.query, t.factor,
-                                                                          step, t, scale)
-    qvs = [None] * len(chunks)
-    if t.query is not None: qvs = _query_tiles((q if v is None else q + v[:, None]) * scale, S, plan).split(step, 2)
+    tables, dims, geom = (_window_tables if plan.mode == 'window' else _dense_tables)(k, value, S, W, plan, nq, t.query,
+                                                                                     t.factor, t, scale)
+    qv = None if t.query is None else _query_tiles((q if v is None else q + v[:, None]) * scale, S, plan)
     recompute = RECOMPUTE if RECOMPUTE is not None else B * H * qu.shape[2] * nq * keys * q.element_size() > KEEP_BYTES
-    masked = any(c[4] is not None for c in chunks)  # only a mask needs weighted_sum's exact path for non-finite values
+    masked = tables[4] is not None  # only a mask needs weighted_sum's exact path for non-finite values
     finite = not masked or bool(torch.isfinite(value).all())  # checked once per call, not per chunk
-    outs = [_Chunk.apply(a, b, *c, recompute, finite) for a, b, c in zip(qu.split(step, 2), qvs, chunks)]
-    return _untile(torch.cat(outs, 2), S, plan)
+    run = lambda exact: _Chunks.apply(qu, qv, *tables, geom, step, dims, recompute, finite, exact)
+    out = run(False)
+    if masked and bool(out.isnan().any()): out = run(True)  # a NaN or +inf score outside a window made its row NaN
+    return _untile(out, S, plan)
