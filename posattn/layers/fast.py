@@ -200,6 +200,11 @@ def _narrow(a: Tensor, b: Tensor) -> Tensor:
     "a @ b for a result with few columns (d_H): computed as (bᵀ aᵀ)ᵀ, which CPU gemm runs 2-3x faster."
     return (b.mT @ a.mT).mT
 
+def _add_narrow(acc: Tensor, # [..., d_H, N]: the running sum of such results, kept transposed
+                a: Tensor, b: Tensor) -> None:
+    "acc += (a @ b)ᵀ, as one product that adds into its output (beta = 1): no temporary, no strided add."
+    acc.flatten(0, -3).baddbmm_(b.mT.flatten(0, -3), a.mT.flatten(0, -3))
+
 def _additive(valid: Tensor | None, b: Tensor | None, like: Tensor) -> Tensor | None:
     "The bias plus the mask as 0 inside and -inf outside: one table without the batch dimension, or None."
     if valid is None: return b
@@ -238,14 +243,16 @@ def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=Non
     return p, out if ev is None else out + _value_term(p, ev, geom), raw
 
 # %% ../../nbs/22_layers.fast.ipynb #36f9b805
-def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool, f=None, b=None, ev=None, need_db: bool = True, raw=None):
-    "Gradients of `_chunk_forward` for (qu, qv, keys, vals, e, g), then (f, b, ev), from the softmax weights `p`, the output (and the raw scores, if at hand)."
+def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool, f=None, b=None, ev=None, need_db: bool = True, raw=None,
+                    into: tuple[Tensor, Tensor] | None = None # dense mode: sums [B, H, d_H, N] of the keys' and values' gradients
+                   ):
+    "Gradients of `_chunk_forward` for (qu, qv, keys, vals, e, g), then (f, b, ev), from the softmax weights `p`, the output (and the raw scores, if at hand); dense mode adds keys' and values' to `into`."
     T, C, L, base = geom
     B, H, t, nq, d = qu.shape
     shared = keys.dim() == 4
     flat = lambda x: x.reshape(B, H, t * nq, x.shape[-1])
     dp = _scratch(3, p.shape, p)
-    if shared: torch.matmul(flat(dout), vals.mT, out=flat(dp)); dvals = _narrow(flat(p).mT, flat(dout))
+    if shared: torch.matmul(flat(dout), vals.mT, out=flat(dp)); dvals = _add_narrow(into[1], flat(p).mT, flat(dout))
     else: torch.matmul(dout, vals.mT, out=dp); dvals = _narrow(p.mT, dout)
     dev = None
     if ev is not None:
@@ -259,12 +266,13 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool,
             if raw is None: raw = _raw_scores(qu, qv, keys, e, geom, f, 0)
             dg = torch.mul(raw, da, out=_scratch(0, da.shape, da)).sum_to_size(g.shape)
         da.mul_(g)
-    if shared: dqu, dkeys = _narrow(flat(da), keys).reshape(qu.shape), _narrow(flat(da).transpose(-2, -1), flat(qu))
+    if shared: dqu, dkeys = _narrow(flat(da), keys).reshape(qu.shape), _add_narrow(into[0], flat(da).transpose(-2, -1), flat(qu))
     else: dqu, dkeys = _narrow(da, keys), _narrow(da.transpose(-2, -1), qu)
     df = None
     if f is not None:
         dkf, df = _key_grads(da, keys, f)
-        dkeys = dkeys + dkf
+        if shared: into[0].mT.add_(dkf)
+        else: dkeys = dkeys + dkf
     dqv = de = None
     if qv is not None:
         dr = _unskew(da.view(B, H, t, *T, *L), T, C, L, base, 1)  # [B, H, t, T^n, C^n]
@@ -287,6 +295,8 @@ def _chunk_slices(xs: Sequence, dims: Sequence, step: int, tiles: int):
         n = min(step, tiles - s)
         yield s, n, [x if x is None or d is None else x.narrow(d, s, n) for x, d in zip(xs, dims)]
 
+
+# %% ../../nbs/22_layers.fast.ipynb #ecd796e9
 class _Chunks(torch.autograd.Function):
     "Attention of all tiles, `step` at a time; each chunk's weights (and raw scores) are kept, or recomputed (`recompute`)."
     @staticmethod
@@ -309,7 +319,10 @@ class _Chunks(torch.autograd.Function):
     def backward(ctx, dout):
         *xs, out = ctx.saved_tensors
         need, geom, dims = ctx.needs_input_grad, ctx.geom, ctx.dims
-        grads = [None if x is None or i == 6 or not need[i] else torch.zeros_like(x) if dims[i] is None else torch.empty_like(x)
+        sums = None  # dense mode: every chunk adds to the gradients of all keys and values, summed transposed
+        if dims[2] is None: sums = tuple(xs[2].new_zeros(*xs[2].shape[:2], xs[2].shape[3], xs[2].shape[2]) for _ in range(2))
+        grads = [None if x is None or i == 6 or not need[i] or (sums and i in (2, 3)) else
+                 torch.zeros_like(x) if dims[i] is None else torch.empty_like(x)
                  for i, x in enumerate(xs)]  # a slice per chunk, or (shared) a sum over the chunks
         for (s, n, (q1, v1, k1, x1, e1, g1, m1, f1, b1, ev1, o1, d1)), kept in zip(
                 _chunk_slices((*xs, out, dout), (*dims, 2, 2), ctx.step, out.shape[2]), ctx.kept):
@@ -319,11 +332,12 @@ class _Chunks(torch.autograd.Function):
                 p = _weights(raw, g1, b1, m1, _scratch(2, raw.shape, raw) if need[5] else None, ctx.exact)  # need[5]: raw for dg
                 raw = raw if need[5] else None
             parts = _chunk_backward(d1, q1, v1, k1, x1, e1, g1, p, o1, geom, need_dg=need[5], f=f1, b=b1, ev=ev1,
-                                    need_db=need[8], raw=raw)
+                                    need_db=need[8], raw=raw, into=sums)
             for i, part in zip((0, 1, 2, 3, 4, 5, 7, 8, 9), parts):
                 if grads[i] is None: continue
                 if dims[i] is None: grads[i].add_(part)
                 else: grads[i].narrow(dims[i], s, n).copy_(part)
+        if sums: grads[2:4] = (s.mT if need[i] else None for i, s in zip((2, 3), sums))
         return *grads, None, None, None, None, None, None
 
 
