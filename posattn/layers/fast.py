@@ -252,7 +252,7 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool,
     shared = keys.dim() == 4
     flat = lambda x: x.reshape(B, H, t * nq, x.shape[-1])
     dp = _scratch(3, p.shape, p)
-    if shared: torch.matmul(flat(dout), vals.mT, out=flat(dp)); dvals = _add_narrow(into[1], flat(p).mT, flat(dout))
+    if shared: torch.matmul(flat(dout), vals.mT, out=flat(dp)); _add_narrow(into[1], flat(p).mT, flat(dout)); dvals = None
     else: torch.matmul(dout, vals.mT, out=dp); dvals = _narrow(p.mT, dout)
     dev = None
     if ev is not None:
@@ -266,7 +266,7 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool,
             if raw is None: raw = _raw_scores(qu, qv, keys, e, geom, f, 0)
             dg = torch.mul(raw, da, out=_scratch(0, da.shape, da)).sum_to_size(g.shape)
         da.mul_(g)
-    if shared: dqu, dkeys = _narrow(flat(da), keys).reshape(qu.shape), _add_narrow(into[0], flat(da).transpose(-2, -1), flat(qu))
+    if shared: dqu, dkeys = _narrow(flat(da), keys).reshape(qu.shape), None; _add_narrow(into[0], flat(da).transpose(-2, -1), flat(qu))
     else: dqu, dkeys = _narrow(da, keys), _narrow(da.transpose(-2, -1), qu)
     df = None
     if f is not None:
