@@ -172,12 +172,9 @@ def _offset_scores(qv: Tensor, # [B, H, t, T^n, d_H]
                   ) -> Tensor: # R [B, H, t, T^n, C^n], in scratch slot 1
     "R = q_v E^T: the chunk's queries against the encodings of their grid of offsets."
     B, H, t, nq, d = qv.shape
-    c = e.shape[-1]
-    if e.shape[1] == 1:  # one grid: one product over every query row of the chunk
-        r = _scratch(1, (B, H, t * nq, c), qv)
-        return torch.matmul(qv.reshape(B, H, t * nq, d), e[:, 0], out=r).view(B, H, t, nq, c)
-    r = _scratch(1, (H, t, B * nq, c), qv)  # a grid per tile: a product per (head, tile) over the batch's rows
-    torch.matmul(qv.permute(1, 2, 0, 3, 4).reshape(H, t, B * nq, d), e, out=r)
+    grids, c = e.shape[1], e.shape[-1]  # per head, a product per grid (one per tile, or one for all) over its rows
+    r = _scratch(1, (H, grids, t * B * nq // grids, c), qv)  # laid out [H, t, B, T^n, C^n]: e is never copied
+    torch.matmul(qv.permute(1, 2, 0, 3, 4).reshape(H, grids, -1, d), e, out=r)
     return r.view(H, t, B, nq, c).permute(2, 0, 1, 3, 4)
 
 def _raw_scores(qu, qv, keys, e, geom, f=None,
@@ -276,13 +273,14 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool,
     dqv = de = None
     if qv is not None:
         dr = _unskew(da.view(B, H, t, *T, *L), T, C, L, base, 1)  # [B, H, t, T^n, C^n]
-        if e.shape[1] == 1:
+        if e.shape[1] == 1 and dr.is_contiguous():  # one grid, dr laid out [B, H, ...]: one product over all rows
             dqv = _narrow(flat(dr), e[:, 0].mT).view(qv.shape)
             de = torch.einsum('bhqd,bhqc->hdc', flat(qv), flat(dr))[:, None]
-        else:  # a product per (head, tile) over the batch's rows, in dr's layout [H, t, B, T^n, C^n]
-            rows = dr.permute(1, 2, 0, 3, 4).reshape(H, t, B * nq, dr.shape[-1])
+        else:  # dr laid out [H, t, B, T^n, C^n]: per head, a product per grid (one per tile, or one for all) over its rows
+            grids = e.shape[1]
+            rows = dr.permute(1, 2, 0, 3, 4).reshape(H, grids, -1, dr.shape[-1])  # a view: no copy of the scores
             dqv = _narrow(rows, e.mT).view(H, t, B, nq, d).permute(2, 0, 1, 3, 4)
-            de = qv.permute(1, 2, 4, 0, 3).reshape(H, t, d, B * nq) @ rows
+            de = qv.permute(1, 2, 0, 3, 4).reshape(H, grids, -1, d).mT @ rows
     return dqu, dqv, dkeys, dvals, de, dg, df, db, dev
 
 # %% ../../nbs/22_layers.fast.ipynb #7f9c3b10
