@@ -31,7 +31,8 @@ class FastPlan(NamedTuple):
 
 _TILES = (1, 2, 4, 8, 16, 32, 64)  # window tile sizes tried along each dimension
 _COPY, _PER_TILE = 8, 64  # cost of one halo key copy and of one tile, in scores
-_DENSE_TILE = {1: 32, 2: 4}
+_DENSE_TILES = {1: [(32,)], 2: [(4, 1), (4, 4)]}  # dense tiles, preferred first; 2 per dimension beyond
+_DENSE_GRIDS = 2 ** 12  # most offsets all tiles' grids may hold (tiles x C^n): grids are kept per tile
 
 def _window_plan(S, reach, T) -> FastPlan:
     "The window plan with tile T: tiled where T < S (halo T + 2h), one whole tile elsewhere."
@@ -52,8 +53,15 @@ def fast_plan(structure_size: Sequence[int], span_size: Sequence[int]) -> FastPl
     options = [[t for t in _TILES if t + 2 * h < s] + [s] for s, h in zip(S, reach)]  # s: not tiled
     best = min((_window_plan(S, reach, T) for T in itertools.product(*options)), key=_plan_cost)
     if best.tile != S: return best  # else every pair is scored anyway: 'dense', in tiles that bound the memory
-    T = tuple(min(_DENSE_TILE.get(n, 2), s) for s in S)
-    return FastPlan('dense', T, tuple(-(-s // t) for s, t in zip(S, T)), S, (0,) * n, reach)
+    return _dense_plan(S, reach)
+
+def _dense_plan(S, reach) -> FastPlan:
+    "The dense plan: the first of `_DENSE_TILES` whose tiles' grids of offsets fit `_DENSE_GRIDS`, else the last."
+    for T in _DENSE_TILES.get(len(S), [(2,) * len(S)]):
+        T = tuple(min(t, s) for t, s in zip(T, S))
+        tiles = tuple(-(-s // t) for s, t in zip(S, T))
+        if math.prod(m * (s + t - 1) for m, s, t in zip(tiles, S, T)) <= _DENSE_GRIDS: break
+    return FastPlan('dense', T, tiles, S, (0,) * len(S), reach)
 
 def score_count(structure_size: Sequence[int], span_size: Sequence[int]) -> int:
     "Scores `attend_fast` computes per batch element and head: (padded) queries times keys per tile."
