@@ -32,7 +32,7 @@ class FastPlan(NamedTuple):
 _TILES = (1, 2, 4, 8, 16, 32, 64)  # window tile sizes tried along each dimension
 _COPY, _PER_TILE = 8, 64  # cost of one halo key copy and of one tile, in scores
 _DENSE_TILES = {1: [(32,)], 2: [(4, 1), (4, 4)]}  # dense tiles, preferred first; 2 per dimension beyond
-_DENSE_GRIDS = 2 ** 12  # most offsets all tiles' grids may hold (tiles x C^n): grids are kept per tile
+_DENSE_GRIDS = 2 ** 12  # most offsets all tiles' grids may hold (tiles x C^n) for the first choice
 
 def _window_plan(S, reach, T) -> FastPlan:
     "The window plan with tile T: tiled where T < S (halo T + 2h), one whole tile elsewhere."
@@ -308,7 +308,8 @@ class _Chunks(torch.autograd.Function):
     @staticmethod
     def forward(ctx, qu, qv, keys, vals, e, g, valid, f, b, ev, # the call's tensors, [B, H, tiles, T^n, d_H] for qu and qv
                 geom, step: int, dims: tuple, # the tile dimension of each of keys .. ev (None: shared by the tiles)
-                recompute: bool = False, finite: bool = False, exact: bool = False):
+                recompute: bool = False, finite: bool = False, exact: bool = False,
+                regrid=None): # a function that rebuilds e: e is then rebuilt for the backward pass instead of kept
         keep_raw = not recompute and ctx.needs_input_grad[5]  # the Gaussian's gradient needs the raw scores
         ctx.geom, ctx.step, ctx.dims, ctx.exact, ctx.kept, outs = geom, step, (2, 2, *dims), exact, [], []
         for _, _, (q1, v1, k1, x1, e1, g1, m1, f1, b1, ev1) in _chunk_slices(
@@ -317,13 +318,15 @@ class _Chunks(torch.autograd.Function):
                                          keep_raw, finite, exact)
             outs.append(out); ctx.kept.append(None if recompute else (p, raw))
         out = torch.cat(outs, 2)
-        ctx.save_for_backward(qu, qv, keys, vals, e, g, valid, f, b, ev, out)
+        ctx.regrid = regrid
+        ctx.save_for_backward(qu, qv, keys, vals, None if regrid else e, g, valid, f, b, ev, out)
         return out
 
     @staticmethod
     @once_differentiable  # under no_grad: it writes with out= and in place; a second derivative is refused
     def backward(ctx, dout):
         *xs, out = ctx.saved_tensors
+        if ctx.regrid: xs[4] = ctx.regrid()
         need, geom, dims = ctx.needs_input_grad, ctx.geom, ctx.dims
         sums = None  # dense mode: every chunk adds to the gradients of all keys and values, summed transposed
         if dims[2] is None: sums = tuple(xs[2].new_zeros(*xs[2].shape[:2], xs[2].shape[3], xs[2].shape[2]) for _ in range(2))
@@ -344,7 +347,7 @@ class _Chunks(torch.autograd.Function):
                 if dims[i] is None: grads[i].add_(part)
                 else: grads[i].narrow(dims[i], s, n).copy_(part)
         if sums: grads[2:4] = (s.mT if need[i] else None for i, s in zip((2, 3), sums))
-        return *grads, None, None, None, None, None, None
+        return *grads, None, None, None, None, None, None, None
 
 
 # %% ../../nbs/22_layers.fast.ipynb #d6f75bcb
@@ -448,7 +451,7 @@ def _pair_table(fn, offsets: Tensor, nq: int) -> Tensor | None: # [T^n, L^n] or 
 _window_layout = functools.lru_cache(maxsize=64)(_window_geometry)  # shapes in, constants out: once per (S, W, plan, device)
 
 def _window_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTerms = PositionTerms(), scale: float = 1.):
-    "`_Chunks`' tables in window mode: halos, the window's encodings and pair tables, the masks (and the other slots); tile dimensions; geometry."
+    "`_Chunks`' tables in window mode: halos, the window's encodings and pair tables, the masks (and the other slots); tile dimensions; geometry; None (nothing to rebuild)."
     dev, (B, H, N, d) = k.device, k.shape
     tiled = [t < s for t, s in zip(plan.tile, S)]
     C = tuple(2 * h + 1 if c else 2 * s - 1 for c, h, s in zip(tiled, plan.reach, S))  # offsets per query
@@ -462,7 +465,7 @@ def _window_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTe
     f = None
     if terms.key: f = (terms.key(offsets).reshape(nq, -1, H, d) * scale).permute(2, 0, 1, 3)[:, None]  # [H, 1, T^n, L^n, d]
     tables = (_Halos.apply(k, S, plan), _Halos.apply(value, S, plan), e, g, valid, f, b, ev)
-    return tables, (2, 2, None, None, 0, None, None, None), (plan.tile, C, plan.halo, base)
+    return tables, (2, 2, None, None, 0, None, None, None), (plan.tile, C, plan.halo, base), None
 
 # %% ../../nbs/22_layers.fast.ipynb #19c8701f
 @functools.lru_cache(maxsize=64)  # shapes in, constants out: once per (S, W, plan, device)
@@ -477,20 +480,22 @@ def _dense_layout(S: tuple, W: tuple, plan: FastPlan, device) -> tuple[Tensor, T
     return offsets, idx, inside[:, idx] | _padded_rows(S, plan, device)[:, :, None]
 
 def _dense_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTerms = PositionTerms(), scale: float = 1.):
-    "`_Chunks`' tables in dense mode: all keys, per-tile encodings and pair tables, the masks (and the other slots); tile dimensions; geometry."
+    "`_Chunks`' tables in dense mode: all keys, per-tile encodings and pair tables, the masks (and the other slots); tile dimensions; geometry; a function that rebuilds the encodings."
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
     offsets, idx, mask = _dense_layout(tuple(S), tuple(W), plan, k.device)
     k, value = k.contiguous(), value.contiguous()  # every chunk's products read them: one copy here, not one per product
     offsets = offsets.clone()  # the cached grid is shared by every call: the encodings get a copy of their own
     cut = lambda fn: None if fn is None else _tile_grids(fn(offsets), S, plan)  # [tiles, *features, M^n]
     pairs = lambda c: None if c is None else c[..., idx] if c.dim() == 2 else c[..., idx].transpose(0, 1)  # [tiles, nq, N] or [H, tiles, nq, N]
-    e, ev, fk = cut(encode), cut(terms.value), cut(terms.key)
-    e = None if e is None else e.transpose(0, 1).contiguous()  # [H, tiles, d_H, C^n]
+    grids = lambda x: _tile_grids(x, S, plan).transpose(0, 1).contiguous()  # [H, tiles, d_H, C^n]
+    full = None if encode is None else encode(offsets)  # every offset once: the per-tile grids repeat most of them
+    e, ev, fk = None if full is None else grids(full), cut(terms.value), cut(terms.key)
     ev = None if ev is None else ev.permute(1, 0, 3, 2).contiguous()  # [H, tiles, C^n, d_H]
     f = None if fk is None else fk[..., idx].permute(1, 0, 3, 4, 2) * scale  # [H, tiles, T^n, N, d_H]
     g, b = pairs(cut(gaussian)), pairs(cut(terms.bias))
     tile_dim = lambda x: None if x is None else x.dim() - 3
-    return (k, value, e, g, mask, f, b, ev), (None, None, 1, tile_dim(g), 0, 1, tile_dim(b), 1), (plan.tile, C, S, base)
+    return ((k, value, e, g, mask, f, b, ev), (None, None, 1, tile_dim(g), 0, 1, tile_dim(b), 1), (plan.tile, C, S, base),
+            None if full is None else lambda: grids(full.detach()))
 
 
 # %% ../../nbs/22_layers.fast.ipynb #4989fccf
@@ -519,13 +524,13 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     keys = math.prod(plan.halo) if plan.mode == 'window' else N
     per_score = max(B, d) if t.key is not None and plan.mode == 'dense' else B  # dense F costs d_H per score
     step = max(1, BUDGET // max(1, per_score * H * nq * keys))  # tiles per chunk (all of them for an empty batch)
-    tables, dims, geom = (_window_tables if plan.mode == 'window' else _dense_tables)(k, value, S, W, plan, nq, t.query,
+    tables, dims, geom, regrid = (_window_tables if plan.mode == 'window' else _dense_tables)(k, value, S, W, plan, nq, t.query,
                                                                                      t.factor, t, scale)
     qv = None if t.query is None else _query_tiles((q if v is None else q + v[:, None]) * scale, S, plan)
     recompute = RECOMPUTE if RECOMPUTE is not None else B * H * qu.shape[2] * nq * keys * q.element_size() > KEEP_BYTES
     masked = tables[4] is not None  # only a mask needs weighted_sum's exact path for non-finite values
     finite = not masked or bool(torch.isfinite(value).all())  # checked once per call, not per chunk
-    run = lambda exact: _Chunks.apply(qu, qv, *tables, geom, step, dims, recompute, finite, exact)
+    run = lambda exact: _Chunks.apply(qu, qv, *tables, geom, step, dims, recompute, finite, exact, regrid)
     out = run(False)
     if masked and bool(out.isnan().any()): out = run(True)  # a NaN or +inf score outside a window made its row NaN
     return _untile(out, S, plan)
