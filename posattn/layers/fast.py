@@ -175,15 +175,23 @@ def _unskew(da: Tensor, # [B, H, t, *T, *L] gradients at the keys
     return out.reshape(*out.shape[:-2 * n], math.prod(T), math.prod(C))
 
 # %% ../../nbs/22_layers.fast.ipynb #9de17c45
+def _grid_rows(x: Tensor, grids: int) -> Tensor: # [H, grids, rows, c]
+    "x [B, H, t, T^n, c] as rows per head and grid (one per tile, or one for all): a view when x is laid out [H, t, B, ...]."
+    B, H, t, nq, c = x.shape
+    return x.permute(1, 2, 0, 3, 4).reshape(H, grids, t * B * nq // grids, c)
+
+def _rows_back(y: Tensor, B: int, t: int, nq: int) -> Tensor: # [B, H, t, T^n, c]
+    "The inverse of `_grid_rows`: a view of y [H, grids, rows, c]."
+    return y.reshape(y.shape[0], t, B, nq, y.shape[-1]).permute(2, 0, 1, 3, 4)
+
 def _offset_scores(qv: Tensor, # [B, H, t, T^n, d_H]
                    e: Tensor # one grid [H, 1, d_H, C^n] or one per tile [H, t, d_H, C^n]
                   ) -> Tensor: # R [B, H, t, T^n, C^n], in scratch slot 1
     "R = q_v E^T: the chunk's queries against the encodings of their grid of offsets."
     B, H, t, nq, d = qv.shape
-    grids, c = e.shape[1], e.shape[-1]  # per head, a product per grid (one per tile, or one for all) over its rows
-    r = _scratch(1, (H, grids, t * B * nq // grids, c), qv)  # laid out [H, t, B, T^n, C^n]: e is never copied
-    torch.matmul(qv.permute(1, 2, 0, 3, 4).reshape(H, grids, -1, d), e, out=r)
-    return r.view(H, t, B, nq, c).permute(2, 0, 1, 3, 4)
+    grids = e.shape[1]  # per head, a product per grid (one per tile, or one for all) over its rows
+    r = _scratch(1, (H, grids, t * B * nq // grids, e.shape[-1]), qv)  # laid out [H, t, B, T^n, C^n]: e is never copied
+    return _rows_back(torch.matmul(_grid_rows(qv, grids), e, out=r), B, t, nq)
 
 def _raw_scores(qu, qv, keys, e, geom, f=None,
                 into: int | None = None # the scratch slot for the scores; None: a tensor of their own
@@ -285,10 +293,9 @@ def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool,
             dqv = _narrow(flat(dr), e[:, 0].mT).view(qv.shape)
             de = torch.einsum('bhqd,bhqc->hdc', flat(qv), flat(dr))[:, None]
         else:  # dr laid out [H, t, B, T^n, C^n]: per head, a product per grid (one per tile, or one for all) over its rows
-            grids = e.shape[1]
-            rows = dr.permute(1, 2, 0, 3, 4).reshape(H, grids, -1, dr.shape[-1])  # a view: no copy of the scores
-            dqv = _narrow(rows, e.mT).view(H, t, B, nq, d).permute(2, 0, 1, 3, 4)
-            de = qv.permute(1, 2, 0, 3, 4).reshape(H, grids, -1, d).mT @ rows
+            rows = _grid_rows(dr, e.shape[1])  # a view: no copy of the scores
+            dqv = _rows_back(_narrow(rows, e.mT), B, t, nq)
+            de = _grid_rows(qv, e.shape[1]).mT @ rows
     return dqu, dqv, dkeys, dvals, de, dg, df, db, dev
 
 # %% ../../nbs/22_layers.fast.ipynb #7f9c3b10
