@@ -8,9 +8,9 @@ Docs: https://posattn.github.io/posattn/experiment.benchmark.html.md"""
 __all__ = ['PEAK_FACTOR', 'FLOORS', 'TRAIN_FLOOR', 'TRAIN_PLAIN', 'TRAIN_MODELS', 'TRAIN_LIMITS', 'TRAIN_MEMORY_LIMIT',
            'sigma_for_span', 'measure', 'machine_info', 'run_cases', 'summary_rows', 'summary_table', 'encodings_table',
            'target_line', 'summary_markdown', 'plot_cases', 'SdpaAttention', 'train_structure', 'set_sigmas',
-           'train_model', 'learned_sigmas', 'measure_train', 'train_name', 'train_rows', 'train_table',
-           'train_ratio_table', 'train_target_lines', 'train_summary_markdown', 'plot_train', 'profile_train_step',
-           'profile_totals', 'profile_markdown', 'learned_window_cases', 'window_time_rows']
+           'train_model', 'learned_sigmas', 'measure_train', 'train_step_times', 'train_name', 'train_rows',
+           'train_table', 'train_ratio_table', 'train_target_lines', 'train_summary_markdown', 'plot_train',
+           'profile_train_step', 'profile_totals', 'profile_markdown', 'learned_window_cases', 'window_time_rows']
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #3d766857
 import datetime, inspect, json, math, os, platform, re, resource, statistics, subprocess, sys, tempfile, time
@@ -546,6 +546,31 @@ def measure_train(treatment: str, # a key of TRAIN_MODELS: 'sdpa' (the floor), '
     info = case | dict(structure_size=list(train_structure(treatment, side)), load_1min=os.getloadavg()[0])
     blank = dict(time_s=None, times=[], peak_mb=None, images_per_s=None, spans=None, threads=threads, device=dev)
     return info | blank | _in_child(case | dict(device=dev, mem_limit_gb=mem_limit_gb), timeout_s)
+
+# %% ../../nbs/47_experiment.benchmark.ipynb #94848990
+def train_step_times(models: Sequence[dict], # each: treatment and side, optionally batch (20), sigmas, version
+                     rounds: int = 9, # steps of each model after a warm-up step, taken in turn
+                     threads: int = 1, blocks: int = 6, d: int = 64, heads: int = 8, seed: int = 0) -> list[dict]:
+    "Median time of one training step of each model, all built in this process and stepped in turn: ratios from one run on a noisy machine."
+    if not (isinstance(rounds, int) and rounds >= 1): raise ValueError(f"rounds={rounds!r} must be a positive integer")
+    if not (isinstance(threads, int) and threads >= 1): raise ValueError(f"threads={threads!r} must be a positive integer")
+    cases = [dict(batch=20, sigmas=None, version=None) | dict(m) | dict(blocks=blocks, d=d, heads=heads, seed=seed)
+             for m in models]
+    for c in cases:
+        _check_model(c['treatment'])
+        if not (isinstance(c['batch'], int) and c['batch'] >= 1): raise ValueError(f"batch={c['batch']!r} must be a positive integer")
+    keep_freed_memory()  # as a run does
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        built = [_train_setup(c, torch.device('cpu')) for c in cases]
+        steps = [lambda b=b: _train_step(*b) for b in built]
+        for step in steps: step()  # warm-up
+        times = [[] for _ in steps]
+        for _ in tqdm(range(rounds), desc='rounds'):
+            for t, step in zip(times, steps): t.append(_timed(step, torch.device('cpu')))
+    finally: torch.set_num_threads(old)
+    return [c | dict(status='ok', threads=threads, rounds=rounds, times=t, time_s=statistics.median(t)) for c, t in zip(cases, times)]
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #a51a9bab
 def train_name(result: dict) -> str:
