@@ -30,7 +30,7 @@ class FastPlan(NamedTuple):
     reach: tuple[int, ...]  # h = (SpanSize - 1) / 2, at most S - 1
 
 _TILES = (1, 2, 4, 8, 16, 32, 64)  # window tile sizes tried along each dimension
-_COPY, _PER_TILE = 8, 64  # cost of one halo key copy and of one tile, in scores
+_COPY, _PER_TILE = 8, 128  # cost of one halo key copy and of one tile, in scores
 _DENSE_TILES = {1: [(32,)], 2: [(4, 1), (4, 4)]}  # dense tiles, preferred first; 2 per dimension beyond
 _DENSE_GRIDS = 2 ** 12  # most offsets all tiles' grids may hold (tiles x C^n) for the first choice
 
@@ -508,6 +508,10 @@ def _dense_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTer
 # %% ../../nbs/22_layers.fast.ipynb #4989fccf
 BUDGET = 2 ** 21  # scores per chunk (batch x heads x queries x keys)
 
+def _sum(x: Tensor) -> Tensor:
+    "One float32 sum: NaN if x holds a NaN (or both infinities), not finite if x holds an infinity, in one pass."
+    return x.sum(dtype=torch.float32)  # a false alarm (an overflowing sum) only sends the call down the exact path
+
 def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
                 u: Tensor, # content bias [H, d_H]
                 v: Tensor | None, # positional bias [H, d_H]; None without a PE
@@ -536,8 +540,8 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     qv = None if t.query is None else _query_tiles((q if v is None else q + v[:, None]) * scale, S, plan)
     recompute = RECOMPUTE if RECOMPUTE is not None else B * H * qu.shape[2] * nq * keys * q.element_size() > KEEP_BYTES
     masked = tables[4] is not None  # only a mask needs weighted_sum's exact path for non-finite values
-    finite = not masked or bool(torch.isfinite(value).all())  # checked once per call, not per chunk
+    finite = not masked or bool(_sum(value).isfinite())  # checked once per call, not per chunk
     run = lambda exact: _Chunks.apply(qu, qv, *tables, geom, step, dims, recompute, finite, exact, regrid)
     out = run(False)
-    if masked and bool(out.isnan().any()): out = run(True)  # a NaN or +inf score outside a window made its row NaN
+    if masked and bool(_sum(out).isnan()): out = run(True)  # a NaN or +inf score outside a window made its row NaN
     return _untile(out, S, plan)
