@@ -388,8 +388,8 @@ def summary_markdown(data: dict, # {'machine': ..., 'cases': [...]} as `run_case
                "peak memory growth in MB." + (f" {', '.join(floors)} ignores the window: its columns are the mean of "
                                               "its measurements at the structure and batch." if floors else ''))
     out.append(summary_table(rows, versions, ratios))
-    if floors and _floor_spread(data['cases']): out.append(_floor_spread(data['cases']))
-    if _allocator_note(data['cases']): out.append(_allocator_note(data['cases']))
+    if floors and (spread := _floor_spread(data['cases'])): out.append(spread)
+    if note := _allocator_note(data['cases']): out.append(note)
     if targets: out += ['## Targets', '\n'.join(target_line(rows, t) for t in targets)]
     return '\n\n'.join(out) + '\n'
 

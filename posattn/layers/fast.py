@@ -510,7 +510,7 @@ BUDGET = 2 ** 21  # scores per chunk (batch x heads x queries x keys)
 
 def _sum(x: Tensor) -> Tensor:
     "One float32 sum: NaN if x holds a NaN (or both infinities), not finite if x holds an infinity, in one pass."
-    return x.sum(dtype=torch.float32)  # a false alarm (an overflowing sum) only sends the call down the exact path
+    return x.detach().sum(dtype=torch.float32)  # a false alarm (an overflowing sum) only sends the call down the exact path
 
 def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
                 u: Tensor, # content bias [H, d_H]
