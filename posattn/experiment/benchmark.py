@@ -6,14 +6,15 @@ Docs: https://posattn.github.io/posattn/experiment.benchmark.html.md"""
 
 # %% auto #0
 __all__ = ['PEAK_FACTOR', 'FLOORS', 'TRAIN_FLOOR', 'TRAIN_PLAIN', 'TRAIN_MODELS', 'TRAIN_LIMITS', 'TRAIN_MEMORY_LIMIT',
-           'sigma_for_span', 'measure', 'machine_info', 'run_cases', 'summary_rows', 'summary_table', 'encodings_table',
-           'target_line', 'summary_markdown', 'plot_cases', 'SdpaAttention', 'train_structure', 'set_sigmas',
-           'train_model', 'learned_sigmas', 'measure_train', 'train_step_times', 'train_name', 'train_rows',
-           'train_table', 'train_ratio_table', 'train_target_lines', 'train_summary_markdown', 'plot_train',
-           'profile_train_step', 'profile_totals', 'profile_markdown', 'learned_window_cases', 'window_time_rows']
+           'sigma_for_span', 'measure', 'code_version', 'machine_info', 'run_cases', 'summary_rows', 'summary_table',
+           'encodings_table', 'target_line', 'summary_markdown', 'plot_cases', 'SdpaAttention', 'train_structure',
+           'set_sigmas', 'train_model', 'learned_sigmas', 'measure_train', 'train_step_times', 'train_name',
+           'train_rows', 'train_table', 'train_ratio_table', 'train_target_lines', 'train_summary_markdown',
+           'plot_train', 'profile_train_step', 'profile_totals', 'profile_markdown', 'learned_window_cases',
+           'window_time_rows']
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #3d766857
-import datetime, inspect, json, math, os, platform, re, resource, statistics, subprocess, sys, tempfile, time
+import datetime, hashlib, inspect, json, math, os, platform, re, resource, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 from typing import Sequence
 import torch
@@ -226,13 +227,23 @@ def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
     return info | blank | r
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #794137e5
+def code_version(root: Path | str | None = None # a source tree; None: the installed posattn package
+                ) -> str: # 12 hex digits
+    "A fingerprint of the code that measures: sha1 over the names and contents of every .py file under `root`."
+    import posattn
+    root, h = Path(root or Path(posattn.__file__).parent), hashlib.sha1()
+    for f in sorted(f for f in root.rglob('*.py') if '__pycache__' not in f.parts):
+        h.update(f.relative_to(root).as_posix().encode() + b'\0' + f.read_bytes() + b'\0')
+    return h.hexdigest()[:12]
+
 def machine_info() -> dict:
-    "What the numbers depend on: torch version, threads, CPUs, date."
+    "What the numbers depend on: torch version, threads, CPUs, date, and the code (`code_version`)."
     cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), platform.processor()) \
         if os.path.exists('/proc/cpuinfo') else platform.processor()
     return dict(torch=torch.__version__, threads=torch.get_num_threads(), cpu_count=os.cpu_count(), cpu=cpu,
                 python=platform.python_version(), cuda=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-                load_1min=os.getloadavg()[0], date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'))
+                load_1min=os.getloadavg()[0], date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+                code=code_version())
 
 
 def _same_case(result: dict, case: dict) -> bool:
@@ -258,11 +269,13 @@ def run_cases(cases: list[dict], # keyword arguments of `measure` (or of `measur
     path, machine, results = Path(path), machine_info(), []
     old = json.loads(path.read_text()) if resume and path.exists() else dict(cases=[])
     if old['cases']: machine['resumed_from'] = old['machine']
-    recorded = lambda case, ok: [r for r in old['cases'] if _same_case(r, case) and ok(r['status'])]
+    recorded = lambda case, ok: [r for r in old['cases']
+                                 if r.get('code') == machine['code'] and _same_case(r, case) and ok(r['status'])]
     for k, case in enumerate(tqdm(cases, desc='cases')):
         done = recorded(case, lambda s: s == 'ok')
         if done: results.append(done[0]); continue
         r = measure_train(**{k: v for k, v in case.items() if k != 'kind'}) if case.get('kind') == 'train' else measure(**case)
+        r = r | dict(code=machine['code'])  # which code measured it: only the same code's results are reused
         same = recorded(case, lambda s: s == r['status'])
         if same: results.append(same[0]); continue  # the outcome on record (e.g. the same guard skip): nothing new
         results.append(r)

@@ -506,7 +506,7 @@ def _dense_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTer
 
 
 # %% ../../nbs/22_layers.fast.ipynb #4989fccf
-BUDGET = 2 ** 21  # scores per chunk (batch x heads x queries x keys)
+BUDGET = 2 ** 20  # scores per chunk (batch x heads x queries x keys)
 
 def _sum(x: Tensor) -> Tensor:
     "One float32 sum: NaN if x holds a NaN (or both infinities), not finite if x holds an infinity, in one pass."
