@@ -542,7 +542,7 @@ def _run_train(case: dict) -> dict:
     return out
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #408551f7
-_TRAIN_IDENTITY = ('treatment', 'side', 'threads', 'batch', 'sigmas', 'version', 'blocks', 'd', 'heads', 'repeats', 'seed')
+_TRAIN_IDENTITY = ('treatment', 'side', 'threads', 'batch', 'sigmas', 'version', 'blocks', 'd', 'heads', 'repeats', 'seed', 'trial')
 
 def measure_train(treatment: str, # a key of TRAIN_MODELS: 'sdpa' (the floor), 'none', or a treatment
                   side: int, # images are side x side pixels (side^2 tokens for a 1-D treatment)
@@ -554,12 +554,14 @@ def measure_train(treatment: str, # a key of TRAIN_MODELS: 'sdpa' (the floor), '
                   repeats: int = 3, # timed steps after the warm-up
                   min_time_s: float = 0., # keep timing steps until they add up to this (50 at most)
                   seed: int = 0, device: str = 'cpu', # 'auto' picks CUDA when available
+                  trial: int = 0, # which measurement of this case: a benchmark times a group of cases in rounds (`train_rows`)
                   mem_limit_gb: float = 16, # the subprocess may not grow by more than this
                   timeout_s: float = 3600) -> dict:
     "Time and peak memory of one training step (forward, backward, Adam) of a whole classifier, in a fresh subprocess."
     _check_model(treatment)
     for name, value in dict(side=side, batch=batch, blocks=blocks, d=d, heads=heads, repeats=repeats).items():
         if not (isinstance(value, int) and value >= 1): raise ValueError(f"{name}={value!r} must be a positive integer")
+    if not (isinstance(trial, int) and trial >= 0): raise ValueError(f"trial={trial!r} must be a non-negative integer")
     if not (threads is None or (isinstance(threads, int) and threads >= 1)):
         raise ValueError(f"threads={threads!r} must be a positive integer or None")
     if version is not None and version not in VERSIONS: raise ValueError(f"version={version!r} is not one of {tuple(VERSIONS)}")
@@ -568,7 +570,7 @@ def measure_train(treatment: str, # a key of TRAIN_MODELS: 'sdpa' (the floor), '
     if sigmas is not None: train_model(treatment, side, sigmas, version, blocks, d, heads)  # raises on wrong sigmas
     dev = str(resolve_device(device))
     case = dict(kind='train', treatment=treatment, side=side, threads=threads, batch=batch, sigmas=sigmas,
-                version=version, blocks=blocks, d=d, heads=heads, repeats=repeats, min_time_s=min_time_s, seed=seed)
+                version=version, blocks=blocks, d=d, heads=heads, repeats=repeats, min_time_s=min_time_s, seed=seed, trial=trial)
     info = case | dict(structure_size=list(train_structure(treatment, side)), load_1min=os.getloadavg()[0])
     blank = dict(time_s=None, times=[], peak_mb=None, images_per_s=None, spans=None, threads=threads, device=dev)
     return info | blank | _in_child(case | dict(device=dev, mem_limit_gb=mem_limit_gb), timeout_s)
@@ -603,13 +605,24 @@ def train_name(result: dict) -> str:
     "A training case's column name: its treatment, with ' learned' when its sigmas were set."
     return result['treatment'] + (' learned' if result.get('sigmas') else '')
 
+def _merged(trials: dict[int, dict]) -> dict:
+    "One result from a case's trials: medians of time and peak over those that ran; every trial under 'trials'."
+    rs = list(trials.values())
+    if len(rs) == 1: return rs[0]
+    ok = [r for r in rs if r['status'] == 'ok']
+    if not ok: return rs[-1] | dict(trials=trials)
+    t = statistics.median(r['time_s'] for r in ok)
+    return ok[-1] | dict(time_s=t, peak_mb=statistics.median(r['peak_mb'] for r in ok), images_per_s=ok[-1]['batch'] / t,
+                         trials=trials)
+
 def train_rows(cases: Sequence[dict] # results of `measure_train`
               ) -> dict[tuple[str, int], dict[str, dict]]:
-    "{(input 'HxW', threads): {name: result}} in the order the cases come; the last result of a name wins."
+    "{(input 'HxW', threads): {name: result}} in the order the cases come; a name's trials merged (`_merged`), the last result of a trial wins."
     rows = {}
     for c in cases:
-        if c.get('kind') == 'train': rows.setdefault((f"{c['side']}x{c['side']}", c['threads']), {})[train_name(c)] = c
-    return rows
+        if c.get('kind') == 'train':
+            rows.setdefault((f"{c['side']}x{c['side']}", c['threads']), {}).setdefault(train_name(c), {})[c.get('trial', 0)] = c
+    return {k: {n: _merged(ts) for n, ts in ms.items()} for k, ms in rows.items()}
 
 def _windows(c: dict) -> str:
     "Each layer's SpanSize, consecutive equal ones once; 'full' for the whole relative grid."
@@ -618,8 +631,21 @@ def _windows(c: dict) -> str:
     ws = ['full' if s == full else _label(s) for s in c['spans']]
     return ', '.join(w for i, w in enumerate(ws) if i == 0 or w != ws[i - 1])
 
+def _trial_ratios(c: dict | None, floor: dict | None, field: str) -> list[float]:
+    "The ratios to the floor within each trial both ran in (empty unless both have trials)."
+    if not (c and floor and 'trials' in c and 'trials' in floor): return []
+    pairs = [(c['trials'][k], floor['trials'][k]) for k in c['trials'] if k in floor['trials']]
+    return [r for a, b in pairs for r in [_ratio(_ok(a, field), _ok(b, field))] if r is not None]
+
 def _floor_ratio(c: dict, floor: dict | None, field: str):
-    return _ratio(_ok(c, field), _ok(floor, field))
+    "c's `field` over the floor's: the median of the ratios within trials where both have several, else of the two results."
+    rs = _trial_ratios(c, floor, field)
+    return statistics.median(rs) if rs else _ratio(_ok(c, field), _ok(floor, field))
+
+def _ratio_cell(c: dict, floor: dict | None, field: str) -> str:
+    "The ratio to the floor, followed by the range over the trials when there were several."
+    rs, r = _trial_ratios(c, floor, field), _floor_ratio(c, floor, field)
+    return _num(r, '.2f') + (f' ({min(rs):.2f}-{max(rs):.2f})' if len(rs) > 1 else '')
 
 def train_table(rows: dict # `train_rows`
                ) -> str:
@@ -630,8 +656,8 @@ def train_table(rows: dict # `train_rows`
         floor = ms.get(TRAIN_FLOOR)
         for name, c in ms.items():
             cells = [size, str(threads), name, _windows(c), _num(_ok(c, 'time_s'), '.3f') or c['status'].split(':')[0],
-                     _num(_ok(c, 'images_per_s'), '.1f'), _num(_floor_ratio(c, floor, 'time_s'), '.2f'),
-                     _num(_ok(c, 'peak_mb'), '.0f'), _num(_floor_ratio(c, floor, 'peak_mb'), '.2f')]
+                     _num(_ok(c, 'images_per_s'), '.1f'), _ratio_cell(c, floor, 'time_s'),
+                     _num(_ok(c, 'peak_mb'), '.0f'), _ratio_cell(c, floor, 'peak_mb')]
             lines.append('| ' + ' | '.join(cells) + ' |')
     return '\n'.join(lines)
 
