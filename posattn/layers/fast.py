@@ -239,13 +239,13 @@ def _weights(a: Tensor, g, b, valid,
 
 def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None,
                    into: int | None = None, # the scratch slot for the weights; None when they are kept
-                   keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient)
+                   keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch slot 2
                    finite: bool = False, # every value is finite (checked once per call): the plain product is exact
                    exact: bool = False # mask by assignment (`_weights`)
                   ) -> tuple[Tensor, Tensor, Tensor | None]: # weights [B, H, t, T^n, L^n], out, raw scores or None
     "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
     raw = _raw_scores(qu, qv, keys, e, geom, f, into)
-    p = _weights(raw, g, b, valid, torch.empty_like(raw) if keep_raw else None, exact)
+    p = _weights(raw, g, b, valid, _scratch(2, raw.shape, raw) if keep_raw else None, exact)
     raw = raw if keep_raw else None
     B, H, t, nq, d = qu.shape
     inside = None if finite else valid
@@ -311,7 +311,7 @@ def _chunk_slices(xs: Sequence, dims: Sequence, step: int, tiles: int):
 
 # %% ../../nbs/22_layers.fast.ipynb #ecd796e9
 class _Chunks(torch.autograd.Function):
-    "Attention of all tiles, `step` at a time; each chunk's weights (and raw scores) are kept, or recomputed (`recompute`)."
+    "Attention of all tiles, `step` at a time; each chunk's weights (with a Gaussian to learn: its raw scores) are kept, or recomputed (`recompute`)."
     @staticmethod
     def forward(ctx, qu, qv, keys, vals, e, g, valid, f, b, ev, # the call's tensors, [B, H, tiles, T^n, d_H] for qu and qv
                 geom, step: int, dims: tuple, # the tile dimension of each of keys .. ev (None: shared by the tiles)
@@ -323,7 +323,7 @@ class _Chunks(torch.autograd.Function):
                 (qu, qv, keys, vals, e, g, valid, f, b, ev), ctx.dims, step, qu.shape[2]):
             p, out, raw = _chunk_forward(q1, v1, k1, x1, e1, g1, m1, geom, f1, b1, ev1, 0 if recompute else None,
                                          keep_raw, finite, exact)
-            outs.append(out); ctx.kept.append(None if recompute else (p, raw))
+            outs.append(out); ctx.kept.append(None if recompute else (None if keep_raw else p, raw))  # p: rebuilt from raw
         out = torch.cat(outs, 2)
         ctx.regrid = regrid
         ctx.save_for_backward(qu, qv, keys, vals, None if regrid else e, g, valid, f, b, ev, out)
@@ -344,7 +344,7 @@ class _Chunks(torch.autograd.Function):
                 _chunk_slices((*xs, out, dout), (*dims, 2, 2), ctx.step, out.shape[2]), ctx.kept):
             p, raw = kept or (None, None)
             if p is None:  # the same operations on the same inputs: the weights the forward pass had, bit for bit
-                raw = _raw_scores(q1, v1, k1, e1, geom, f1, 0)
+                if raw is None: raw = _raw_scores(q1, v1, k1, e1, geom, f1, 0)
                 p = _weights(raw, g1, b1, m1, _scratch(2, raw.shape, raw) if need[5] else None, ctx.exact)  # need[5]: raw for dg
                 raw = raw if need[5] else None
             parts = _chunk_backward(d1, q1, v1, k1, x1, e1, g1, p, o1, geom, need_dg=need[5], f=f1, b=b1, ev=ev1,
@@ -355,7 +355,6 @@ class _Chunks(torch.autograd.Function):
                 else: grads[i].narrow(dims[i], s, n).copy_(part)
         if sums: grads[2:4] = (s.mT if need[i] else None for i, s in zip((2, 3), sums))
         return *grads, None, None, None, None, None, None, None
-
 
 # %% ../../nbs/22_layers.fast.ipynb #d6f75bcb
 def _key_scores(kb: Tensor, # halos [B, H, t, L^n, d_H] or all keys [B, H, N, d_H]
