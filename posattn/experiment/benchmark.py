@@ -268,19 +268,20 @@ def run_cases(cases: list[dict], # keyword arguments of `measure` (or of `measur
     "Measure every case (progress bar), writing the results and machine info to `path` after each new measurement."
     path, machine, results = Path(path), machine_info(), []
     old = json.loads(path.read_text()) if resume and path.exists() else dict(cases=[])
-    if old['cases']: machine['resumed_from'] = old['machine']
     recorded = lambda case, ok: [r for r in old['cases']
                                  if r.get('code') == machine['code'] and _same_case(r, case) and ok(r['status'])]
+    reused = False
     for k, case in enumerate(tqdm(cases, desc='cases')):
         done = recorded(case, lambda s: s == 'ok')
-        if done: results.append(done[0]); continue
+        if done: results.append(done[0]); reused = True; continue
         r = measure_train(**{k: v for k, v in case.items() if k != 'kind'}) if case.get('kind') == 'train' else measure(**case)
         r = r | dict(code=machine['code'])  # which code measured it: only the same code's results are reused
         same = recorded(case, lambda s: s == r['status'])
         if same: results.append(same[0]); continue  # the outcome on record (e.g. the same guard skip): nothing new
         results.append(r)
         later = [o for o in old['cases'] if any(_same_case(o, c) for c in cases[k + 1:])]
-        atomic_write_text(json.dumps(dict(machine=machine, cases=results + later), indent=1), path)
+        stamp = dict(resumed_from=old['machine']) if reused or later else {}  # the file holds results of the earlier run
+        atomic_write_text(json.dumps(dict(machine=machine | stamp, cases=results + later), indent=1), path)
     return results
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #16ee84da
