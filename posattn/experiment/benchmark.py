@@ -646,7 +646,7 @@ def _floor_ratio(c: dict, floor: dict | None, field: str):
 def _ratio_cell(c: dict, floor: dict | None, field: str) -> str:
     "The ratio to the floor, followed by the range over the trials when there were several."
     rs, r = _trial_ratios(c, floor, field), _floor_ratio(c, floor, field)
-    return _num(r, '.2f') + (f' ({min(rs):.2f}-{max(rs):.2f})' if len(rs) > 1 else '')
+    return _num(r, '.2f') + (f' ({min(rs):.2f}-{max(rs):.2f})' if len(rs) > 1 and c is not floor else '')
 
 def train_table(rows: dict # `train_rows`
                ) -> str:
