@@ -18,7 +18,7 @@ OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
 LAB_NOTEBOOKS ?= index.ipynb 23_layers.block.ipynb
 LAB_PORT ?= 8888
 
-.PHONY: setup demo test export readme check-sync reproduce study bench lab browser lab-check slurm-up slurm-down test-slurm
+.PHONY: setup demo test export readme check-sync reproduce study bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
@@ -121,6 +121,18 @@ study: $(STAMP)
 # process; writes results/bench/*.json and figures/*_time_memory.png. Then the training benchmark: one training step of
 # the whole classifier per treatment, input size and thread count against the fused-attention floor, and a profile;
 # writes results/bench/train.{json,md} and figures/train_throughput.png. Finished cases are kept: delete a JSON to re-measure.
+# `make gpu-check`: the device check (scripts/gpu_check.py). On a machine with a GPU: the quick pass (under a minute),
+# then the full check (about 5 minutes), writing results/bench/gpu.json and gpu.md. Without one: the CPU pass at small
+# sizes (what CI runs), written to results/bench/gpu-cpu.json, which is not versioned. GPU machines without this venv
+# run it with their own Python: `make gpu-check PYTHON=python3` (it installs nothing; the offline CIFAR-10 copy for its
+# short real run is read from data/cifar10-jpeg-train.tar.gz, copied there from OFFLINE_CIFAR_TAR when it is missing).
+PYTHON ?= $(BIN)/python
+gpu-check: $(if $(filter $(BIN)/python,$(PYTHON)),$(STAMP))
+	@if [ ! -f data/cifar10-jpeg-train.tar.gz ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then mkdir -p data; cp "$(OFFLINE_CIFAR_TAR)" data/; fi
+	@if $(PYTHON) -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then \
+	  PYTHONPATH=. $(PYTHON) scripts/gpu_check.py --quick --out results/bench/quick && PYTHONPATH=. $(PYTHON) scripts/gpu_check.py; \
+	else echo "gpu-check: no CUDA device here; the CPU pass at small sizes"; PYTHONPATH=. $(PYTHON) scripts/gpu_check.py --device cpu --quick; fi
+
 bench: $(STAMP)
 	@mkdir -p results/bench/notebooks
 	$(BIN)/papermill --cwd nbs nbs/bench_versions.ipynb results/bench/notebooks/bench_versions.ipynb

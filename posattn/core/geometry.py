@@ -59,6 +59,5 @@ def normalise(offsets: Tensor, # integer offsets [..., n]
               dtype: torch.dtype | None = None # of the result; None: torch's default float type
              ) -> Tensor: # [..., n] in [-1, 1], on the device of `offsets`
     "Normalised relative coordinates delta / (S - 1), computed in `dtype`; 0 along a dimension of size 1."
-    dtype = dtype or torch.get_default_dtype()
-    scale = torch.tensor([max(s - 1, 1) for s in structure_size], dtype=dtype, device=offsets.device)
-    return offsets.to(dtype) / scale
+    x = offsets.to(dtype or torch.get_default_dtype())
+    return torch.stack([x[..., k] / max(s - 1, 1) for k, s in enumerate(structure_size)], -1)  # no tensor of scales: no copy to a GPU

@@ -27,13 +27,18 @@ def gaussian(offsets: Tensor, # integer offsets [..., n]
     return torch.exp(-0.5 * (x / sigma.abs().clamp_min(SIGMA_MIN)).square().sum(-1))
 
 # %% ../../nbs/03_core.span.ipynb #bc83276f
+@torch.compiler.disable  # under torch.compile: one graph break, where a threshold makes the window depend on sigma
+def _read_sigma(sigma: Tensor) -> list[float]:
+    "|sigma| as G uses it, read into Python (the one read of the span: the window's size shapes what follows)."
+    return sigma.detach().abs().clamp_min(SIGMA_MIN).tolist()
+
 def span_size(sigma: Tensor, # [n]
               threshold: float, # t in [0, 1); 0 means no threshold
               structure_size: Sequence[int]) -> tuple[int, ...]:
     "Algorithm 6: the odd window size along each dimension where G stays above `threshold`, at most 2S - 1."
     full = relative_size(structure_size)
     if threshold <= 0: return full
-    sig = sigma.detach().abs().clamp_min(SIGMA_MIN).tolist()  # the sigma G uses
+    sig = _read_sigma(sigma)
     if any(math.isnan(x) for x in sig):
         raise ValueError(f"sigma={sigma.detach().tolist()} holds a NaN: the span's parameter diverged (a NaN gradient "
                          "or update upstream), so its window is undefined")

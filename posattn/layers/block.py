@@ -86,12 +86,26 @@ class _EncodingVersionSwitch(_VersionSwitch):
         _VersionSwitch.version.fset(self, name)
 
 # %% ../../nbs/23_layers.block.ipynb #d983124d
+@torch.compiler.disable
+def _eagerly(f, *args):
+    "f(*args), which torch.compile calls as it is instead of tracing it."
+    return f(*args)
+
 def _in_dtype_of(q: Tensor, terms, u: Tensor, v: Tensor | None):
     "Under torch.autocast q, k and value come in its lower precision: the biases and every term follow them."
     if not torch.is_autocast_enabled(q.device.type): return terms, u, v
     cast = lambda fn: None if fn is None else (lambda off: fn(off).to(q.dtype))
     terms = terms._replace(**{f: cast(getattr(terms, f)) for f in ('query', 'key', 'value', 'factor', 'bias')})
     return terms, u.to(q.dtype), None if v is None else v.to(q.dtype)
+
+def _attend(block, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
+    "The attention of `block` (a PositionalSelfAttention) in its version, on split heads [B, H, N, d_H]."
+    W = block.span_size(S)  # first: the graph break it causes meets no object made here (torch 2.11's dynamo fails on one)
+    terms = relative_terms(block.encoding, S, block.heads).times((lambda off: block.span(off, S)) if block.span else None)
+    terms, u, v = _in_dtype_of(q, terms, block.u, block.v)
+    if block.version not in TERMS_VERSIONS:  # the paper's two slots (the version switch refused any other encoding)
+        return VERSIONS[block.version](q, k, value, u, v, S, W, terms.query, terms.factor)
+    return VERSIONS[block.version](q, k, value, u, v, S, W, terms=terms)
 
 # %% ../../nbs/23_layers.block.ipynb #62b5d67b
 class PositionalSelfAttention(_EncodingVersionSwitch, MultiHeadSelfAttention):
@@ -130,12 +144,9 @@ class PositionalSelfAttention(_EncodingVersionSwitch, MultiHeadSelfAttention):
         return self.span.span_size(structure_size) if self.span else relative_size(structure_size)
 
     def attend(self, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
-        "The chosen version of the attention, on split heads [B, H, N, d_H]."
-        terms = relative_terms(self.encoding, S, self.heads).times((lambda off: self.span(off, S)) if self.span else None)
-        terms, u, v = _in_dtype_of(q, terms, self.u, self.v)
-        if self.version not in TERMS_VERSIONS:  # the paper's two slots (the version switch refused any other encoding)
-            return VERSIONS[self.version](q, k, value, u, v, S, self.span_size(S), terms.query, terms.factor)
-        return VERSIONS[self.version](q, k, value, u, v, S, self.span_size(S), terms=terms)
+        "The chosen version of the attention, on split heads [B, H, N, d_H]; `fast` runs eagerly under torch.compile."
+        if self.version == 'fast' and torch.compiler.is_compiling(): return _eagerly(_attend, self, q, k, value, S)
+        return _attend(self, q, k, value, S)
 
     def forward(self, x: Tensor, # tokens [B, N, d], flattened row-major
                 structure_size: Sequence[int]) -> Tensor: # [B, N, d]

@@ -1,0 +1,516 @@
+#!/usr/bin/env python
+"""The device check: posattn on a GPU in minutes, written to results/bench/gpu.json and gpu.md.
+
+1. every version and encoding on the device against Version 1 in float64 on the CPU (outputs and gradients), the NaN
+   semantics, host synchronisations per attention call, and torch.compile of the block against eager;
+2. one layer at 32x32 (batch 20, d 64, 8 heads) under 3x3, 9x9, 17x17 windows and the full span: fast, v1, v3, SDPA;
+3. one training step of every paper treatment at 32x32 and 16x16 against the fused-SDPA floor, float32 and bf16
+   autocast, eager and compiled: seconds per step, images/s, peak memory, and the projected hours of one paper run;
+4. a short real run through the runner: the paper profile on the offline CIFAR-10 copy, a few hundred steps.
+
+Runs from the checkout with nothing installed (`PYTHONPATH=. python scripts/gpu_check.py`), on torch 2.11 and 2.14.
+`--quick` is a pass of under a minute to run first; `--device cpu --quick` runs on a machine without a GPU (CI) and
+writes to results/bench/gpu-cpu.json, which is not versioned, so a CPU pass never replaces a GPU's results.
+Every section is written as soon as it ends; an error in one is recorded and the next one runs.
+"""
+import argparse, copy, json, math, os, platform, sys, tarfile, tempfile, time, traceback, warnings
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from posattn.layers.block import PositionalSelfAttention, VERSIONS, TERMS_VERSIONS  # noqa: E402
+from posattn.encodings.catalogue import PAPER_ENCODINGS, RELATIVE_ENCODINGS  # noqa: E402
+from posattn.experiment.benchmark import _layer, code_version, sigma_for_span, train_model  # noqa: E402
+from posattn.experiment.runs import PAPER_TREATMENTS, TREATMENTS  # noqa: E402
+
+PAPER = dict(batch=20, blocks=6, d=64, heads=8, sides=(32, 16))  # the paper's configuration (Section 5), and 16x16
+SMALL = dict(batch=4, blocks=2, d=16, heads=2, sides=(8,))  # the CPU pass: the same code paths at a size CI runs in seconds
+PAPER_RUN = dict(epochs=80, train=40_000, val=10_000)  # one paper run: 80 epochs of 40,000 images, validation each epoch
+WINDOWS = ((3, 3), (9, 9), (17, 17), None)  # None: the full span
+
+
+def _sync(dev):
+    if dev.type == 'cuda': torch.cuda.synchronize(dev)
+
+
+def _median_time(step, dev, repeats: int, warmup: int = 2) -> float:
+    "Median seconds of `step` over `repeats` runs after `warmup` (CUDA events on a GPU)."
+    for _ in range(warmup): step()
+    times = []
+    for _ in range(repeats):
+        if dev.type == 'cuda':
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(); step(); b.record(); b.synchronize()
+            times.append(a.elapsed_time(b) / 1e3)
+        else:
+            t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
+def _peak_mb(step, dev) -> float | None:
+    "Extra device memory (MB) `step` needs at its peak; None on the CPU."
+    if dev.type != 'cuda': return None
+    _sync(dev); torch.cuda.reset_peak_memory_stats(dev); before = torch.cuda.memory_allocated(dev)
+    step(); _sync(dev)
+    return (torch.cuda.max_memory_allocated(dev) - before) / 2 ** 20
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    "max |a - b| / max |b| (NaN-aware: a NaN where b has none is an infinite error)."
+    a, b = a.detach().double().cpu(), b.detach().double().cpu()
+    if not torch.equal(a.isnan(), b.isnan()): return math.inf
+    a, b = a.nan_to_num(), b.nan_to_num()
+    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item() if b.numel() else 0.
+
+
+def _grad_errors(got: list, want: list) -> float:
+    "The largest relative error over the gradients, leaving out the ones that are 0 up to rounding (under 1e-6 of the largest)."
+    top = max(w.abs().max().item() for w in want)
+    return max([_rel(g, w) for g, w in zip(got, want) if w.abs().max().item() > 1e-6 * top] or [0.])
+
+
+def _is_oom(e) -> bool: return 'out of memory' in str(e).lower()
+
+
+# ---------------------------------------------------------------- 1. correctness
+def _cases(quick: bool):
+    "(structure_size, block options) of the correctness check."
+    cases = [([20], dict(pe='baseline', span='gaussian', threshold=0.1)),
+             ([6, 7], dict(pe='siren', dims=2, span='gaussian', threshold=0.2)),
+             ([6, 7], dict(pe='siren', dims=2, span='gaussian')),
+             ([3, 4, 3], dict(pe='siren', dims=3, span='gaussian', threshold=0.2))]
+    if quick: return cases[1:3]
+    return cases + [([6, 7], dict(pe=pe, dims=2)) for pe in RELATIVE_ENCODINGS if pe not in PAPER_ENCODINGS]
+
+
+def _forward_backward(block, x, S, r):
+    "Output and the gradients of (output * r).sum() for x and every parameter."
+    x = x.clone().requires_grad_()
+    y = block(x, S)
+    params = [p for p in block.parameters() if p.requires_grad]
+    grads = torch.autograd.grad((y * r).sum(), [x] + params, allow_unused=True)
+    return y, [torch.zeros_like(t) if g is None else g for g, t in zip(grads, [x] + params)]
+
+
+def correctness(dev, quick: bool) -> list[dict]:
+    "Every version and encoding on `dev` in float32 against Version 1 in float64 on the CPU."
+    rows = []
+    for S, opts in _cases(quick):
+        torch.manual_seed(0)
+        ref_block = PositionalSelfAttention(16, 2, version='v1', **opts).double()
+        x, r = torch.randn(2, math.prod(S), 16, dtype=torch.float64), torch.randn(2, math.prod(S), 16, dtype=torch.float64)
+        want_y, want_g = _forward_backward(ref_block, x, S, r)
+        for version in VERSIONS:
+            if version not in TERMS_VERSIONS and opts['pe'] not in PAPER_ENCODINGS: continue
+            block = copy.deepcopy(ref_block).float().to(dev)
+            block.version = version
+            y, g = _forward_backward(block, x.float().to(dev), S, r.float().to(dev))
+            rows.append(dict(structure=S, **{k: v for k, v in opts.items() if k != 'dims'}, version=version,
+                             window=list(block.span_size(S)), out_err=_rel(y, want_y), grad_err=_grad_errors(g, want_g)))
+            rows[-1]['ok'] = rows[-1]['out_err'] < 1e-4 and rows[-1]['grad_err'] < 1e-3
+    return rows
+
+
+def nan_semantics(dev) -> list[dict]:
+    "A NaN in a token reaches exactly the queries whose window holds it, on the device, in every version."
+    rows = []
+    S, (r, c) = [9, 10], (6, 0)
+    for threshold in (0.1, 0.):
+        torch.manual_seed(0)
+        block = PositionalSelfAttention(16, 2, pe='siren', dims=2, span='gaussian', threshold=threshold).to(dev)
+        with torch.no_grad(): block.span.sigma.copy_(torch.tensor([0.05, 0.05]))
+        x = torch.randn(2, math.prod(S), 16, device=dev)
+        x.view(2, *S, 16)[0, r, c, 3] = math.nan
+        reach = [(w - 1) // 2 for w in block.span_size(S)]
+        rows_, cols = torch.meshgrid(torch.arange(S[0]), torch.arange(S[1]), indexing='ij')
+        hit = ((rows_ - r).abs() <= reach[0]) & ((cols - c).abs() <= reach[1])
+        for version in VERSIONS:
+            block.version = version
+            with torch.no_grad(): y = block(x, S).cpu()
+            ok = torch.equal(y[0].isnan().any(-1).view(*S), hit) and bool(torch.isfinite(y[1]).all())
+            rows.append(dict(version=version, threshold=threshold, window=list(block.span_size(S)), ok=ok))
+    return rows
+
+
+def host_syncs(dev) -> list[dict]:
+    "Synchronisations CUDA reports during one attention call (the window given), after a warm-up call, per version."
+    if dev.type != 'cuda': return []
+    rows = []
+    S = (16, 16)
+    for W in ((5, 5), (31, 31)):
+        torch.manual_seed(0)
+        block = _layer(S, W if W != (31, 31) else None, 16, 2).to(dev)
+        q, k, value = (torch.randn(2, 2, 256, 8, device=dev, requires_grad=True) for _ in range(3))
+        from posattn.encodings.catalogue import relative_terms
+        terms = relative_terms(block.encoding, S, 2).times(lambda off: block.span(off, S))
+        for version in VERSIONS:
+            f = VERSIONS[version]
+            call = (lambda: f(q, k, value, block.u, block.v, S, W, terms=terms)) if version in TERMS_VERSIONS else \
+                   (lambda: f(q, k, value, block.u, block.v, S, W, terms.query, terms.factor))
+            call().sum().backward(); _sync(dev)  # warm: cached layouts are built once, with a read of their own
+            torch.cuda.set_sync_debug_mode('warn')
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter('always')
+                    out = call()
+                torch.cuda.set_sync_debug_mode(0)
+                out.sum().backward(); _sync(dev)
+            finally: torch.cuda.set_sync_debug_mode(0)
+            syncs = [str(w.message).split('\n')[0][:120] for w in caught if 'synchroniz' in str(w.message).lower()]
+            rows.append(dict(version=version, window=list(W), forward_syncs=len(syncs), first=syncs[:2]))
+    return rows
+
+
+def compiled_block(dev, quick: bool) -> list[dict]:
+    "torch.compile of the block against eager on `dev`: every version, SIREN in 2-D with a thresholded span."
+    rows = []
+    import torch._dynamo
+    S = [6, 7]
+    for version in (('fast', 'v1') if quick else VERSIONS):
+        torch._dynamo.reset(); torch.manual_seed(0)
+        block = PositionalSelfAttention(16, 2, pe='siren', dims=2, span='gaussian', threshold=0.2, version=version).to(dev)
+        x, r = torch.randn(2, 42, 16, device=dev), torch.randn(2, 42, 16, device=dev)
+        t = time.perf_counter()
+        try:
+            want_y, want_g = _forward_backward(block, x, S, r)
+            y, g = _forward_backward(torch.compile(block), x, S, r)
+            rows.append(dict(version=version, out_err=_rel(y, want_y), grad_err=_grad_errors(g, want_g),
+                             compile_s=round(time.perf_counter() - t, 1)))
+            rows[-1]['ok'] = rows[-1]['out_err'] < 1e-5 and rows[-1]['grad_err'] < 1e-4
+        except Exception as e:
+            rows.append(dict(version=version, ok=False, error=f'{type(e).__name__}: {str(e)[:300]}'))
+    return rows
+
+
+# ---------------------------------------------------------------- 2. one layer
+def layer(dev, quick: bool, size: dict) -> list[dict]:
+    "Forward and backward of one layer at 32x32 (batch 20, d 64, 8 heads): fast, v1, v3 and SDPA under each window."
+    rows = []
+    side, B, d, H = size['sides'][0], size['batch'], size['d'], size['heads']
+    S = (side, side)
+    windows = ((3, 3) if side < 9 else (9, 9), None) if quick else WINDOWS
+    for W in windows:
+        for version in ('sdpa', 'fast', 'v1', 'v3'):
+            if version == 'v3' and W is None and side == 32:  # K* alone would be B x N x 63^2 x d floats: 21 GB, twice with V*
+                rows.append(dict(version=version, window='full', skipped='K* and V* of a 63x63 window: 42 GB')); continue
+            if version == 'sdpa' and W != windows[0]: continue  # the floor ignores the window: measured once
+            torch.manual_seed(0)
+            block = _layer(S, W, d, H).to(dev)
+            x = torch.randn(B, side * side, d, device=dev)
+            def step():
+                block.zero_grad(set_to_none=True)
+                if version == 'sdpa':
+                    from posattn.core.attention import merge_heads
+                    y = block.out(merge_heads(F.scaled_dot_product_attention(*block.project(x))))
+                else:
+                    block.version = version
+                    y = block(x, S)
+                y.sum().backward()
+            try:
+                t = _median_time(step, dev, 3 if quick else 10)
+                rows.append(dict(version=version, window='x'.join(map(str, W)) if W else 'full', ms=t * 1e3,
+                                 peak_mb=_peak_mb(step, dev)))
+            except Exception as e:
+                if not _is_oom(e): raise
+                rows.append(dict(version=version, window='x'.join(map(str, W)) if W else 'full', skipped='out of memory'))
+            finally:
+                del block; torch.cuda.empty_cache() if dev.type == 'cuda' else None
+    return rows
+
+
+# ---------------------------------------------------------------- 3. training steps
+def _train_case(dev, treatment: str, side: int, amp: str, compiled: bool, version: str | None, repeats: int,
+                size: dict) -> dict:
+    "One training step of the classifier of `treatment` (batch 20, 6 blocks, d 64, 8 heads): time, images/s, peak."
+    import torch._dynamo
+    torch._dynamo.reset(); torch.manual_seed(0)
+    model = train_model(treatment, side, version=version, blocks=size['blocks'], d=size['d'], heads=size['heads']).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(size['batch'], *model.structure_size, 3, device=dev)
+    y = torch.randint(0, 10, (size['batch'],), device=dev)
+    run = torch.compile(model) if compiled else model
+    cast = (lambda: torch.autocast(dev.type, dtype=torch.bfloat16)) if amp == 'bf16' else \
+           (lambda: torch.autocast(dev.type, enabled=False))
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with cast(): loss = F.cross_entropy(run(x), y)
+        loss.backward()
+        opt.step()
+    def evaluate():
+        with torch.no_grad(), cast(): run(x)
+    t0 = time.perf_counter()
+    step(); _sync(dev)
+    first_s = time.perf_counter() - t0  # compilation included
+    t = _median_time(step, dev, repeats)
+    model.eval(); t_eval = _median_time(evaluate, dev, max(2, repeats // 2)); model.train()
+    peak = _peak_mb(step, dev)
+    steps = PAPER_RUN['train'] / size['batch']
+    hours = PAPER_RUN['epochs'] * (steps * t + PAPER_RUN['val'] / size['batch'] * t_eval) / 3600
+    return dict(step_s=t, images_per_s=size['batch'] / t, eval_s=t_eval, peak_mb=peak, first_step_s=first_s,
+                paper_run_hours=hours)
+
+
+def _train_plan(quick: bool, sides) -> list[tuple]:
+    "(model, side, precision, compiled, version) of each training case, the most wanted first (a deadline cuts the tail)."
+    s, models = sides[0], ('sdpa', 'none', *PAPER_TREATMENTS)
+    if quick: return [(m, sides[-1], 'fp32', c, None) for c in (False, True) for m in ('sdpa', 'span_2d_threshold')]
+    pair = ('siren_2d', 'span_2d_threshold')
+    return ([(m, s, amp, False, None) for amp in ('fp32', 'bf16') for m in models]
+            + [(m, s, 'fp32', True, None) for m in ('sdpa', *pair)]
+            + [(m, s, 'fp32', c, 'v1') for c in (False, True) for m in pair]
+            + [(m, s, 'bf16', True, None) for m in ('sdpa', 'span_2d_threshold')] + [('span_2d_threshold', s, 'bf16', True, 'v1')]
+            + [(m, side, amp, False, None) for side in sides[1:] for amp in ('fp32', 'bf16') for m in models])
+
+
+def training(dev, quick: bool, size: dict, save, time_left) -> list[dict]:
+    "A training step of every paper treatment and the floor, side by side, under each setting, while time is left."
+    rows = []
+    for model, side, amp, compiled, version in _train_plan(quick, size['sides']):
+        row = dict(model=model, side=side, amp=amp, compiled=compiled,
+                   version='-' if model == 'sdpa' else version or 'fast')
+        if time_left() < (40 if compiled else 8):
+            rows.append(dict(row, error='skipped: the time of the check ran out')); continue
+        try: row.update(_train_case(dev, model, side, amp, compiled, version, 3 if quick else 8, size))
+        except Exception as e:
+            row.update(error=f'{type(e).__name__}: {str(e)[:300]}')
+            if not _is_oom(e): traceback.print_exc()
+        if dev.type == 'cuda': torch.cuda.empty_cache()
+        rows.append(row); save(rows)
+        print(f"  train {model:18s} {side}x{side} {amp} {'compiled' if compiled else 'eager':8s} {row['version']:4s} "
+              + (f"{row['step_s'] * 1e3:8.1f} ms/step {row['paper_run_hours']:6.2f} h/run" if 'step_s' in row else row['error'][:80]),
+              flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------- 4. a real run
+def real_run(dev, quick: bool, data_tar: Path | None, size: dict) -> dict:
+    "The runner's paper profile on the offline CIFAR-10 copy (a few hundred steps and a validation); digits on the CPU."
+    from posattn.experiment.runner import run
+    root = Path(tempfile.mkdtemp(prefix='posattn-gpu-'))
+    steps, val = (20 if quick else 300, 1000) if dev.type == 'cuda' else (5, 100)
+    data = dict(dataset='digits', blocks=size['blocks'], d=size['d'], heads=size['heads'])  # CPU: the shipped digits
+    if dev.type == 'cuda':
+        if data_tar is None or not data_tar.is_file(): return dict(skipped=f'no CIFAR-10 copy at {data_tar}')
+        with tarfile.open(data_tar) as tar: tar.extractall(root)  # the project's own archive
+        data = dict(dataset='imagefolder', data_root=str(root / 'cifar10-jpeg' / 'train'))
+    t = time.perf_counter()
+    result = run('span_2d_threshold', 9188, 'paper', results_dir=root / 'results', figures_dir=root / 'figures',
+                 train_size=steps * 20, val_size=val, epochs=1, device=str(dev), allow_slow=True, progress=False, **data)
+    hist = result['history'][-1]
+    return dict(treatment='span_2d_threshold', dataset=data['dataset'], steps=steps, train_images=steps * 20, val_images=val,
+                seconds=time.perf_counter() - t, val_accuracy=hist.get('val_accuracy', hist.get('val_acc')),
+                train_loss=hist.get('train_loss'), spans=[s['span_size'] for s in result.get('spans', [])],
+                version=result.get('config', {}).get('version'))
+
+
+# ---------------------------------------------------------------- 5. a probe of flex_attention (the fused route)
+_MASKS = {}
+
+def _flex_attend(q, k, value, u, v, S, W, encode, gauss, flex, per_query: bool = False):
+    """The paper's 2-D attention through flex_attention: (q+v).E from a table of the window's offsets, times the Gaussian, the window as a block mask.
+
+    per_query: the Gaussian as a [N, offsets] table, so its gradient's atomic adds spread over N times more addresses."""
+    from torch.nn.attention.flex_attention import create_block_mask
+    from posattn.core.geometry import relative_offsets
+    B, H, N, d = q.shape
+    scale, (S0, S1), (W0, W1) = 1 / math.sqrt(d), S, W
+    offsets = relative_offsets(W, q.device)
+    ps = torch.einsum('bhnd,mhd->bhnm', (q + v[:, None]) * scale, encode(offsets).reshape(-1, H, d))  # [B, H, N, W0 W1]
+    g = gauss(offsets).reshape(-1)
+    gq = g.expand(N, -1).contiguous() if per_query else None
+    def place(qi, ki):
+        return ki // S1 - qi // S1 + (W0 - 1) // 2, ki % S1 - qi % S1 + (W1 - 1) // 2
+    def score_mod(score, b, h, qi, ki):
+        di, dj = place(qi, ki)
+        m = di.clamp(0, W0 - 1) * W1 + dj.clamp(0, W1 - 1)
+        return (score + ps[b, h, qi, m]) * (gq[qi, m] if per_query else g[m])
+    def mask_mod(b, h, qi, ki):
+        di, dj = place(qi, ki)
+        return (di >= 0) & (di < W0) & (dj >= 0) & (dj < W1)
+    full = W0 >= 2 * S0 - 1 and W1 >= 2 * S1 - 1
+    key = (tuple(S), tuple(W), str(q.device))  # the block mask depends on the geometry alone: made once
+    if not full and key not in _MASKS: _MASKS[key] = create_block_mask(mask_mod, None, None, N, N, device=q.device)
+    mask = None if full else _MASKS[key]
+    pad = (-d) % 16  # tensor-core tiles want 16 features: zero features change no score
+    qs, ks, vs = (F.pad(t, (0, pad)) for t in ((q + u[:, None]) * scale, k, value))
+    return flex(qs, ks, vs, score_mod=score_mod, block_mask=mask, scale=1.)[..., :d]
+
+
+def flex_probe(dev, quick: bool, size: dict) -> list[dict]:
+    "flex_attention against fast on one 2-D layer: error of outputs and gradients, and the time of forward and backward."
+    from torch.nn.attention.flex_attention import flex_attention
+    from posattn.encodings.catalogue import relative_terms
+    from posattn.layers.fast import attend_fast
+    rows = []
+    side, B, d, H = size['sides'][0], size['batch'], size['d'], size['heads']
+    S = (side, side)
+    flex = torch.compile(flex_attention, dynamic=False) if dev.type == 'cuda' else flex_attention
+    for W, per_query in ([((9, 9), False), ((9, 9), True)] if quick else
+                         [(w, p) for w in ((3, 3), (9, 9), (17, 17), (2 * side - 1,) * 2) for p in (False, True)]):
+        W = tuple(min(w, 2 * side - 1) for w in W)
+        torch.manual_seed(0)
+        block = _layer(S, W if W[0] < 2 * side - 1 else None, d, H).to(dev)
+        terms = relative_terms(block.encoding, S, H).times(lambda off: block.span(off, S))
+        q, k, value = (torch.randn(B, H, side * side, d // H, device=dev, requires_grad=dev.type == 'cuda') for _ in range(3))
+        leaves = [q, k, value, block.u, block.v, block.span.sigma, *block.encoding.parameters()]
+        calls = dict(fast=lambda: attend_fast(q, k, value, block.u, block.v, S, W, terms=terms),
+                     flex=lambda: _flex_attend(q, k, value, block.u, block.v, S, W, terms.query, terms.factor, flex, per_query))
+        row = dict(window='x'.join(map(str, W)), gaussian_table='per query' if per_query else 'per offset')
+        if dev.type != 'cuda':  # flex has no backward on the CPU: outputs only
+            with torch.no_grad(): row['out_err'] = _rel(calls['flex'](), calls['fast']())
+            rows.append(row); continue
+        r = torch.randn(B, H, side * side, d // H, device=dev)
+        res = {}
+        for name, f in calls.items():
+            t = time.perf_counter()
+            y = f(); res[name] = [y] + list(torch.autograd.grad((y * r).sum(), leaves))
+            row[f'{name}_first_s'] = time.perf_counter() - t
+            def step(f=f):
+                y = f(); torch.autograd.grad((y * r).sum(), leaves)
+            row[f'{name}_ms'] = _median_time(step, dev, 5 if quick else 10) * 1e3
+            row[f'{name}_peak_mb'] = _peak_mb(step, dev)
+        row['out_err'] = _rel(res['flex'][0], res['fast'][0])
+        row['grad_err'] = _grad_errors(res['flex'][1:], res['fast'][1:])
+        rows.append(row)
+        print(f"  flex {row}", flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------- report
+def _fmt(x, spec):
+    return '' if x is None else format(x, spec)
+
+
+def markdown(data: dict) -> str:
+    "gpu.md: the tables of gpu.json."
+    m, lines, z = data['machine'], [], data['size']
+    at = f"batch {z['batch']}, d {z['d']}, {z['heads']} heads"
+    lines += [f"# Device check ({'quick' if data['quick'] else 'full'} pass)", '',
+              f"{m['device_name']}, torch {m['torch']}, triton {m.get('triton')}, Python {m['python']}; "
+              f"posattn code {m['code_version']}; {data['finished']}; {data['wall_s']:.0f} s.", '']
+    if data.get('errors'): lines += ['**Errors:** ' + '; '.join(f"{k}: {v.splitlines()[-1]}" for k, v in data['errors'].items()), '']
+    c = data.get('correctness', [])
+    if c:
+        bad = [r for r in c if not r['ok']]
+        lines += ['## Correctness against Version 1 in float64 on the CPU', '',
+                  f"{len(c) - len(bad)} of {len(c)} (version, case) pairs within 1e-4 (outputs) and 1e-3 (gradients); "
+                  f"largest errors: outputs {max(r['out_err'] for r in c):.1e}, gradients {max(r['grad_err'] for r in c):.1e}.", '']
+        if bad: lines += ['Outside: ' + ', '.join(f"{r['version']} {r['pe']} {r['structure']}" for r in bad), '']
+    for key, title in (('nan', 'NaN semantics on the device'), ('compile', 'torch.compile of the block against eager')):
+        rows = data.get(key, [])
+        if rows: lines += [f"## {title}", '', ', '.join(f"{r['version']}{' ' + str(r.get('threshold', '')) if key == 'nan' else ''}: "
+                                                      f"{'ok' if r['ok'] else 'FAILED'}" for r in rows), '']
+    if data.get('syncs'):
+        lines += ['## Host synchronisations in one attention call (window given)', '',
+                  ', '.join(f"{r['version']} {'x'.join(map(str, r['window']))}: {r['forward_syncs']}" for r in data['syncs']), '']
+    if data.get('layer'):
+        floor = next((r['ms'] for r in data['layer'] if r['version'] == 'sdpa' and 'ms' in r), None)
+        lines += [f"## One layer at {z['sides'][0]}x{z['sides'][0]} ({at}), forward and backward", '',
+                  '| version | window | ms | x SDPA | peak MB |', '|---|---|---:|---:|---:|']
+        for r in data['layer']:
+            lines.append(f"| {r['version']} | {r['window']} | {_fmt(r.get('ms'), '.2f')} | "
+                         f"{_fmt(r['ms'] / floor if 'ms' in r and floor else None, '.2f')} | {_fmt(r.get('peak_mb'), '.0f')}"
+                         + (f" ({r['skipped']})" if 'skipped' in r else '') + ' |')
+        lines.append('')
+    if data.get('train'):
+        lines += [f"## One training step ({at}, {z['blocks']} blocks, Adam)", '',
+                  'The floor is `sdpa` (the projections around fused SDPA, no positions) at the same size, precision and mode. '
+                  'Hours: one paper run, 80 epochs of 2,000 steps and 500 validation batches, at these speeds.', '',
+                  '| model | side | precision | mode | version | ms/step | x floor | images/s | peak MB | x floor | paper run h |',
+                  '|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|']
+        floors = {(r['side'], r['amp'], r['compiled']): r for r in data['train'] if r['model'] == 'sdpa' and 'step_s' in r}
+        for r in data['train']:
+            f = floors.get((r['side'], r['amp'], r['compiled']))
+            if 'step_s' not in r:
+                lines.append(f"| {r['model']} | {r['side']} | {r['amp']} | {'compiled' if r['compiled'] else 'eager'} | "
+                             f"{r['version']} | {r['error'][:60]} | | | | | |"); continue
+            lines.append(f"| {r['model']} | {r['side']} | {r['amp']} | {'compiled' if r['compiled'] else 'eager'} | {r['version']} | "
+                         f"{r['step_s'] * 1e3:.1f} | {_fmt(r['step_s'] / f['step_s'] if f else None, '.2f')} | "
+                         f"{r['images_per_s']:.0f} | {_fmt(r['peak_mb'], '.0f')} | "
+                         f"{_fmt(r['peak_mb'] / f['peak_mb'] if f and f['peak_mb'] and r['peak_mb'] else None, '.2f')} | "
+                         f"{r['paper_run_hours']:.2f} |")
+        lines.append('')
+    if data.get('flex'):
+        lines += ['## A probe of flex_attention against fast (one 2-D layer, forward and backward)', '',
+                  '| window | Gaussian table | out err | grad err | fast ms | flex ms | fast MB | flex MB |', '|---|---|---:|---:|---:|---:|---:|---:|']
+        for r in data['flex']:
+            lines.append(f"| {r['window']} | {r.get('gaussian_table', '')} | {_fmt(r.get('out_err'), '.1e')} | {_fmt(r.get('grad_err'), '.1e')} | "
+                         f"{_fmt(r.get('fast_ms'), '.2f')} | {_fmt(r.get('flex_ms'), '.2f')} | {_fmt(r.get('fast_peak_mb'), '.0f')} | "
+                         f"{_fmt(r.get('flex_peak_mb'), '.0f')} |")
+        lines.append('')
+    rr = data.get('run')
+    if rr:
+        lines += ['## A real run through the runner', '']
+        lines.append(rr.get('skipped') or (f"`span_2d_threshold`, paper profile, {rr['steps']} steps of batch 20 on {rr['dataset']} "
+                     f"({'the offline CIFAR-10 copy' if rr['dataset'] == 'imagefolder' else 'a CPU check'}) and {rr['val_images']} "
+                     f"validation images: {rr['seconds']:.0f} s in all (data loading included), "
+                     f"validation accuracy {_fmt(rr['val_accuracy'], '.3f')} after one short epoch, version {rr['version']}."))
+        lines.append('')
+    return '\n'.join(lines)
+
+
+def _atomic(path: Path, text: str):
+    tmp = path.with_suffix(path.suffix + '.tmp')
+    tmp.write_text(text); os.replace(tmp, path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--quick', action='store_true', help='a pass of under a minute (run it first)')
+    p.add_argument('--device', default='auto', help="'auto' (CUDA when there is one), 'cuda' or 'cpu'")
+    p.add_argument('--out', default=None, help='folder of gpu.json and gpu.md (default results/bench; gpu-cpu.* on the CPU)')
+    p.add_argument('--data-tar', default=str(ROOT / 'data' / 'cifar10-jpeg-train.tar.gz'),
+                   help='the offline CIFAR-10 copy for the real run')
+    p.add_argument('--budget', type=float, default=None, help='seconds the check may take (default 300, quick 60); the training cases stop first')
+    p.add_argument('--skip', nargs='*', default=[], choices=['correctness', 'layer', 'train', 'run', 'flex'])
+    a = p.parse_args(argv)
+    if a.device not in ('auto', 'cpu', 'cuda') and not a.device.startswith('cuda:'):
+        p.error(f"--device={a.device!r} must be 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    dev = torch.device('cuda' if a.device == 'auto' and torch.cuda.is_available() else 'cpu' if a.device == 'auto' else a.device)
+    if dev.type == 'cuda' and not torch.cuda.is_available(): p.error(f"--device={a.device!r}: this machine has no CUDA device")
+    if dev.type == 'cpu' and not a.quick: p.error("on the CPU only --quick runs (the full check is sized for a GPU)")
+    out = Path(a.out) if a.out else ROOT / 'results' / 'bench'
+    out.mkdir(parents=True, exist_ok=True)
+    stem = 'gpu' if dev.type == 'cuda' else 'gpu-cpu'
+    if dev.type == 'cuda': torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32 in every comparison
+    try: import triton; triton_version = triton.__version__
+    except Exception: triton_version = None
+    data = dict(quick=a.quick, machine=dict(device=str(dev), torch=torch.__version__, triton=triton_version,
+                python=platform.python_version(), code_version=code_version(ROOT / 'posattn'),
+                device_name=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else platform.processor() or 'CPU',
+                cuda=torch.version.cuda), errors={})
+    t0 = time.perf_counter()
+    budget = a.budget or (90 if a.quick else 300)
+    time_left = lambda: budget - (time.perf_counter() - t0)
+    def save(partial=None, key=None):
+        if key is not None: data[key] = partial
+        data['wall_s'], data['finished'] = time.perf_counter() - t0, time.strftime('%Y-%m-%d %H:%M:%S')
+        _atomic(out / f'{stem}.json', json.dumps(data, indent=1, default=str))
+        _atomic(out / f'{stem}.md', markdown(data))
+    size = PAPER if dev.type == 'cuda' else SMALL
+    data['size'] = size
+    sections = [('correctness', lambda: correctness(dev, a.quick)), ('nan', lambda: nan_semantics(dev)),
+                ('syncs', lambda: host_syncs(dev)), ('compile', lambda: compiled_block(dev, a.quick)),
+                ('layer', lambda: layer(dev, a.quick, size)), ('run', lambda: real_run(dev, a.quick, Path(a.data_tar), size)),
+                ('flex', lambda: flex_probe(dev, a.quick, size)),
+                ('train', lambda: training(dev, a.quick, size, lambda r: save(r, 'train'), time_left))]
+    group = dict(nan='correctness', syncs='correctness', compile='correctness')
+    for key, fn in sections:
+        if group.get(key, key) in a.skip: continue
+        t = time.perf_counter()
+        print(f"{key} ...", flush=True)
+        try: data[key] = fn()
+        except Exception:
+            data['errors'][key] = traceback.format_exc(); traceback.print_exc()
+        print(f"{key}: {time.perf_counter() - t:.1f} s", flush=True)
+        save()
+    print(markdown(data))
+    failed = [r for k in ('correctness', 'nan', 'compile') for r in data.get(k, []) if not r.get('ok', True)]
+    return 1 if data['errors'] or failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
