@@ -49,17 +49,21 @@ class SirenEncoding(nn.Module):
                  hidden: int = 64, # width of the hidden layers
                  layers: int = 3, # L, linear layers in all
                  w0: float = 10., # frequency of the hidden sines
-                 w0_initial: float = 10.): # frequency of the first sine
+                 w0_initial: float = 10., # frequency of the first sine
+                 learn_w0: bool = False): # learn both frequencies (from w0 and w0_initial), kept positive
         """The SIREN relative positional encoding.
 
-        n: positional dimensions; d: output features (default 64); hidden: width of the hidden layers (64);
-        layers: L, linear layers in all, at least 2 (3); w0: frequency of the hidden sines (10);
-        w0_initial: frequency of the first sine (10)."""
+        n: positional dimensions; d: output features (default 64); hidden: width of the hidden layers (64); layers: L,
+        linear layers in all, at least 2 (3); w0: frequency of the hidden sines (10); w0_initial: frequency of the
+        first sine (10); learn_w0: learn both frequencies, starting from w0 and w0_initial, kept positive (False)."""
         n, d, hidden = check_int('n', n), check_int('d', d), check_int('hidden', hidden)
         layers = check_int('layers', layers, low=2)  # a first and a last layer
         w0, w0_initial = check_positive('w0', w0), check_positive('w0_initial', w0_initial)
+        if not isinstance(learn_w0, bool): raise ValueError(f"learn_w0={learn_w0!r} must be True or False")
         super().__init__()
-        self.w0, self.w0_initial = w0, w0_initial
+        self.w0, self.w0_initial = w0, w0_initial  # the initial frequencies: the initialisation's scale
+        if learn_w0:  # as logarithms: always positive, and a step changes them by a factor, not an amount
+            self.log_w0, self.log_w0_initial = (nn.Parameter(torch.tensor(math.log(w))) for w in (w0, w0_initial))
         widths = [n] + [hidden] * (layers - 1) + [d]
         self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
         self.reset_parameters()
@@ -77,11 +81,15 @@ class SirenEncoding(nn.Module):
     def forward(self, offsets: Tensor, # integer offsets [..., n]
                 structure_size: Sequence[int]) -> Tensor: # [..., d]
         "Encodings of the relative `offsets` in a structure of `structure_size`."
-        h = normalise(offsets, structure_size, self.linears[0].weight.dtype)
+        h, (w0_initial, w0) = normalise(offsets, structure_size, self.linears[0].weight.dtype), self.frequencies()
         *body, last = self.linears
         for l, lin in enumerate(body):
-            h = torch.sin((self.w0_initial if l == 0 else self.w0) * lin(h))
+            h = torch.sin((w0_initial if l == 0 else w0) * lin(h))
         return last(h)
+
+    def frequencies(self) -> tuple:
+        "(w0_initial, w0) as used now: the numbers given, or the learned ones (positive tensors)."
+        return (self.log_w0_initial.exp(), self.log_w0.exp()) if hasattr(self, 'log_w0') else (self.w0_initial, self.w0)
 
 # %% ../../nbs/10_encodings.siren.ipynb #8ff5da7a
 ENCODINGS = ('baseline', 'siren', 'none')

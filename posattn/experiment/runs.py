@@ -72,6 +72,9 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
     **{f'{pe}_{n}d': dict(pe=pe, dims=n, **_PE_OPTIONS.get((pe, n), {}))
        for pe in ('sinusoidal', 'learned', 'shaw', 'rel_bias', 'multiplicative', 'deberta', 'rope', 'alibi')
        for n in (1, 2)},
+    # beyond the paper: its Section 8's proposal, SIREN's two frequencies learned (nbs/10_encodings.siren.ipynb)
+    'siren_1d_learnw0':  dict(pe='siren',    dims=1, span='off',      threshold=0., learn_w0=True),
+    'siren_2d_learnw0':  dict(pe='siren',    dims=2, span='off',      threshold=0., learn_w0=True),
 }
 
 PAPER_TREATMENTS = tuple(TREATMENTS)[:7]  # the paper's seven, in its order: the default grid of a sweep

@@ -77,7 +77,7 @@ class _LayerReport:
         for block in self.blocks: block.attention.version = name
 
     def spans(self) -> list[dict]:
-        "Each layer's learned sigma and current SpanSize (None and RelativeSize without a span)."
+        "Each layer's learned sigma and current SpanSize (None and RelativeSize without a span); learned SIREN frequencies as w0 [initial, hidden]."
         out = []
         for i, block in enumerate(self.blocks):
             att = block.attention
@@ -85,6 +85,8 @@ class _LayerReport:
             sigma = span.sigma.detach().cpu().tolist() if span is not None else None
             size = att.span_size(self.structure_size) if span is not None else relative_size(self.structure_size)
             out.append(dict(layer=i, sigma=sigma, span_size=list(size)))
+            enc = getattr(att, 'encoding', None)
+            if hasattr(enc, 'log_w0'): out[-1]['w0'] = [float(f) for f in enc.frequencies()]  # learn_w0 only
         return out
 
 # %% ../../nbs/30_model.classifier.ipynb #a6a7a7b6
