@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from posattn.layers.block import PositionalSelfAttention, VERSIONS, TERMS_VERSIONS  # noqa: E402
 from posattn.encodings.catalogue import PAPER_ENCODINGS, RELATIVE_ENCODINGS  # noqa: E402
-from posattn.experiment.benchmark import _layer, code_version, sigma_for_span, train_model  # noqa: E402
+from posattn.experiment.benchmark import _layer, _peak_mb, _sync, code_version, train_model  # noqa: E402
 from posattn.experiment.runs import PAPER_TREATMENTS, TREATMENTS  # noqa: E402
 from posattn.layers.flex import attend_flex  # noqa: E402
 
@@ -35,10 +35,6 @@ PAPER = dict(batch=20, blocks=6, d=64, heads=8, sides=(32, 16))  # the paper's c
 SMALL = dict(batch=4, blocks=2, d=16, heads=2, sides=(8,))  # the CPU pass: the same code paths at a size CI runs in seconds
 PAPER_RUN = dict(epochs=80, train=40_000, val=10_000)  # one paper run: 80 epochs of 40,000 images, validation each epoch
 WINDOWS = ((3, 3), (9, 9), (17, 17), None)  # None: the full span
-
-
-def _sync(dev):
-    if dev.type == 'cuda': torch.cuda.synchronize(dev)
 
 
 def _median_time(step, dev, repeats: int, warmup: int = 2) -> float:
@@ -53,14 +49,6 @@ def _median_time(step, dev, repeats: int, warmup: int = 2) -> float:
         else:
             t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
     return sorted(times)[len(times) // 2]
-
-
-def _peak_mb(step, dev) -> float | None:
-    "Extra device memory (MB) `step` needs at its peak; None on the CPU."
-    if dev.type != 'cuda': return None
-    _sync(dev); torch.cuda.reset_peak_memory_stats(dev); before = torch.cuda.memory_allocated(dev)
-    step(); _sync(dev)
-    return (torch.cuda.max_memory_allocated(dev) - before) / 2 ** 20
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:

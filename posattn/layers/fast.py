@@ -17,8 +17,8 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 from ..core.geometry import relative_offsets, relative_size
 from ..core.scores import may_read, weighted_sum
-from .version1 import Encode, Gauss, check_attend_args
-from ..encodings.terms import PositionTerms, position_terms
+from .version1 import Encode, Gauss, attend_setup
+from ..encodings.terms import PositionTerms
 
 # %% ../../nbs/22_layers.fast.ipynb #996c738f
 class FastPlan(NamedTuple):
@@ -523,12 +523,9 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
                 *, terms: PositionTerms | None = None # every slot of an encoding, in place of encode and gaussian
                ) -> Tensor: # [B, H, N, d_H]
     "Version 1's attention without P: skewed positional scores; under a window, tiles of queries against halos."
-    t = position_terms(encode, gaussian, terms)
-    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size,
-                             t.query if terms is not None and v is not None else encode)  # v needs a query slot
+    t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     B, H, N, d = q.shape
     scale = t.scale / math.sqrt(d)
-    if t.rotate is not None: q, k, u = t.rotate(q + u[:, None]), t.rotate(k), torch.zeros_like(u)
     if set(t.slots) <= {'rotate', 'scale'} and W == relative_size(S):  # nothing positional left but a rotation: fused
         return F.scaled_dot_product_attention(q + u[:, None], k, value, scale=scale)
     plan = fast_plan(S, W)

@@ -15,8 +15,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from ..core.geometry import relative_offsets, relative_size
 from ..core.scores import nonfinite_part
-from .version1 import Encode, Gauss, check_attend_args, span_mask
-from ..encodings.terms import PositionTerms, position_terms
+from .version1 import Encode, Gauss, attend_setup, span_mask
+from ..encodings.terms import PositionTerms
 
 # %% ../../nbs/22a_layers.flex.ipynb #1cb6289f
 def _strides(size: Sequence[int]) -> list[int]:
@@ -62,10 +62,13 @@ def _flex(q, k, value, **kwargs) -> Tensor:
     if _compiled is None: _compiled = torch.compile(flex_attention, dynamic=False)
     return _compiled(q, k, value, **kwargs)
 
-def _check_flex(t: PositionTerms, tensors) -> None:
-    "A ValueError for slots the kernel cannot take, or for gradients on the CPU, before any work."
+def _check_slots(t: PositionTerms) -> None:
+    "A ValueError for slots the kernel cannot take (before any work)."
     other = [s for s in t.slots if s not in FLEX_SLOTS]
     if other: raise ValueError(f"version 'flex' takes the slots {FLEX_SLOTS}; this encoding also has {other}: use 'v1' or 'fast'")
+
+def _check_cpu_grad(tensors) -> None:
+    "A ValueError when the kernel would need gradients on the CPU (before it runs: the tables tell whether they do)."
     if tensors[0].device.type == 'cpu' and torch.is_grad_enabled() and any(x.requires_grad for x in tensors if x is not None):
         raise ValueError("version 'flex' has no backward on the CPU (flex_attention computes gradients on a GPU only): "
                          "use 'fast' or 'v1' there, or torch.no_grad() for outputs alone")
@@ -80,17 +83,15 @@ def attend_flex(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
                 *, terms: PositionTerms | None = None # the slots of an encoding (FLEX_SLOTS), in place of encode and gaussian
                ) -> Tensor: # [B, H, N, d_H]
     "Version 1's attention in one flex_attention kernel: the positional term and the Gaussian from tables over the window's offsets."
-    t = position_terms(encode, gaussian, terms)
-    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size,
-                             t.query if terms is not None and v is not None else encode)
+    t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
+    _check_slots(t)
     B, H, N, d = q.shape
     scale = t.scale / math.sqrt(d)
-    if t.rotate is not None: q, k, u = t.rotate(q + u[:, None]), t.rotate(k), torch.zeros_like(u)
     offsets = relative_offsets(W, q.device).reshape(-1, len(S))  # the window's slots [M, n]
     p = None if t.query is None else torch.einsum(  # [B, H, N, M]
         'bhnd,mhd->bhnm', (q if v is None else q + v[:, None]) * scale, t.query(offsets).reshape(-1, H, d))
     g, b = (_per_query(None if f is None else f(offsets), N) for f in (t.factor, t.bias))
-    _check_flex(t, (q, k, value, p, g, b))
+    _check_cpu_grad((q, k, value, p, g, b))
     def score_mod(score, bi, hi, i, j):
         m = _place(i, j, S, W)[0]
         if p is not None: score = score + p[bi, hi, i, m]
