@@ -17,7 +17,7 @@ from .terms import PositionTerms
 from .siren import make_encoding
 from .absolute import SinusoidalPositions, LearnedPositions
 from .shaw import ShawEncoding
-from .bias import RelativeBias
+from .bias import RelativeBias, ContinuousBias
 from .factor import RelativeFactor
 from .deberta import DisentangledEncoding
 from .rope import RotaryEncoding
@@ -26,7 +26,8 @@ from .alibi import AlibiEncoding
 # %% ../../nbs/19_encodings.catalogue.ipynb #415b86c2
 PAPER_ENCODINGS = ('baseline', 'siren', 'none')  # the paper's: a query-side encoding with Transformer-XL's v, or none
 RELATIVE = {'shaw': ShawEncoding, 'rel_bias': RelativeBias, 'multiplicative': RelativeFactor,
-            'deberta': DisentangledEncoding, 'rope': RotaryEncoding, 'alibi': AlibiEncoding}
+            'deberta': DisentangledEncoding, 'rope': RotaryEncoding, 'alibi': AlibiEncoding,
+            'mlp_bias': ContinuousBias}
 ABSOLUTE = {'sinusoidal': SinusoidalPositions, 'learned': LearnedPositions}
 RELATIVE_ENCODINGS = PAPER_ENCODINGS + tuple(RELATIVE)  # what PositionalSelfAttention(pe=...) accepts
 ENCODINGS = RELATIVE_ENCODINGS + tuple(ABSOLUTE)  # what the classifier accepts

@@ -17,6 +17,7 @@ from ..core.checks import check_choice, check_int
 from ..core.geometry import check_structure_size, relative_size
 from ..core.span import DifferentiableSpan, check_span_args
 from ..encodings.catalogue import PAPER_ENCODINGS, make_relative, relative_terms
+from ..encodings.siren import check_siren_options
 from .version1 import attend_v1
 from .versions import attend_v2, attend_v3
 from .fast import attend_fast
@@ -28,7 +29,10 @@ SPANS = ('off', 'gaussian')
 TERMS_VERSIONS = ('v1', 'fast')  # the versions that take every slot of PositionTerms; v2 and v3 only the paper's
 
 # %% ../../nbs/23_layers.block.ipynb #7490e829
-def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version, pe='siren', learn_w0=False):
+_SIREN_ARGS = dict(learn_w0=('learn_w0', False), bias_init=('siren_bias', 'zero'),  # the encoding's name ->
+                   activation=('siren_activation', 'sine'))  # the block's, and the paper's SIREN
+
+def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version, pe='siren', siren: dict | None = None):
     "The block's own constructor arguments, checked before anything is built."
     check_span_args(threshold, init_sigma)
     check_int('dims', dims)
@@ -36,9 +40,11 @@ def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hid
     check_choice('version', version, VERSIONS)
     check_int('siren_hidden', siren_hidden)
     check_int('siren_layers', siren_layers, low=2)
-    if not isinstance(learn_w0, bool): raise ValueError(f"learn_w0={learn_w0!r} must be True or False")
-    if learn_w0 and pe != 'siren':
-        raise ValueError(f"learn_w0=True learns SIREN's two frequencies: it needs pe='siren', not pe={pe!r}")
+    siren = {**{k: v for k, (_, v) in _SIREN_ARGS.items()}, **(siren or {})}
+    changed = [f'{_SIREN_ARGS[k][0]}={v!r}' for k, v in siren.items() if v != _SIREN_ARGS[k][1]]
+    if changed and pe != 'siren':
+        raise ValueError(f"{', '.join(changed)} changes SIREN: it needs pe='siren', not pe={pe!r}")
+    check_siren_options(**siren)
     if threshold > 0 and span == 'off':
         raise ValueError(f"threshold={threshold} needs span='gaussian': the window is cut from the Gaussian")
 
@@ -126,23 +132,24 @@ class PositionalSelfAttention(_EncodingVersionSwitch, MultiHeadSelfAttention):
                  siren_hidden: int = 64, # width of SIREN's hidden layers
                  version: str = DEFAULT_VERSION, # implementation, a key of VERSIONS
                  pe_options: dict | None = None, # options of the encoding's class (e.g. max_offset), not SIREN's
-                 learn_w0: bool = False): # learn SIREN's two frequencies, starting from w0 and w0_initial
+                 learn_w0: bool = False, # learn SIREN's two frequencies, starting from w0 and w0_initial
+                 siren_bias: str = 'zero', # SIREN's sine-layer biases: 'zero' (the paper) or 'phase'
+                 siren_activation: str = 'sine'): # 'sine', or 'relu' (the control: the same MLP with ReLUs)
         """Positional multi-head self-attention; call it as block(x [B, N, d], structure_size) -> [B, N, d].
         d: features (64); heads: H, dividing d (8); pe: positional encoding, one of RELATIVE_ENCODINGS ('siren');
         dims: positional dimensions n (1); span: differentiable span, 'off' or 'gaussian'; threshold: t in [0, 1)
-        that cuts a window from the Gaussian, 0 keeps every key; init_sigma: initial sigma of the span (0.3);
-        w0, w0_initial: SIREN's hidden and first-layer frequencies (10); siren_layers: SIREN's L (3);
-        siren_hidden: width of SIREN's hidden layers (64); version: a key of VERSIONS ('fast'); pe_options: options;
-        learn_w0: learn SIREN's two frequencies, starting from w0 and w0_initial (False)."""
-        _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version, pe, learn_w0)
+        that cuts a window from the Gaussian, 0 keeps every key; init_sigma: initial sigma of the span (0.3); w0,
+        w0_initial, siren_layers, siren_hidden: SIREN's frequencies (10), L (3) and width (64); version: a key of
+        VERSIONS ('fast'); pe_options: options; learn_w0, siren_bias, siren_activation: see encodings.siren."""
+        siren = dict(learn_w0=learn_w0, bias_init=siren_bias, activation=siren_activation)  # beyond the paper
+        _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version, pe, siren)
         super().__init__(d, heads)
         self.dims, d_head = int(dims), self.d // self.heads
         self.pe, self.encoding = pe, make_relative(pe, self.dims, self.d, self.heads, pe_options, hidden=siren_hidden,
-                                                   layers=siren_layers, w0=w0, w0_initial=w0_initial, learn_w0=learn_w0)
+                                                   layers=siren_layers, w0=w0, w0_initial=w0_initial, **siren)
         self.u = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head)))
         self.v = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head))) if pe in ('siren', 'baseline') else None
-        self.span = DifferentiableSpan(self.dims, init_sigma, threshold) if span == 'gaussian' else None
-        self.version = version
+        self.span, self.version = DifferentiableSpan(self.dims, init_sigma, threshold) if span == 'gaussian' else None, version
 
     def span_size(self, structure_size: Sequence[int]) -> tuple[int, ...]:
         "The current SpanSize for `structure_size` (RelativeSize without a span or threshold)."
