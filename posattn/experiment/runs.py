@@ -84,6 +84,9 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
     'siren_2d_phase':    dict(pe='siren',    dims=2, span='off',      threshold=0., siren_bias='phase'),
     'relu_2d':           dict(pe='siren',    dims=2, span='off',      threshold=0., siren_activation='relu'),
     'mlp_bias_2d':       dict(pe='mlp_bias', dims=2),
+    # beyond the paper: its Section 8's general covariance, a span that can rotate (nbs/03_core.span.ipynb)
+    'span_2d_cov':           dict(pe='siren', dims=2, span='covariance', threshold=0.),
+    'span_2d_cov_threshold': dict(pe='siren', dims=2, span='covariance', threshold=0.1),
 }
 
 PAPER_TREATMENTS = tuple(TREATMENTS)[:7]  # the paper's seven, in its order: the default grid of a sweep

@@ -77,7 +77,7 @@ class _LayerReport:
         for block in self.blocks: block.attention.version = name
 
     def spans(self) -> list[dict]:
-        "Each layer's learned sigma and current SpanSize (None and RelativeSize without a span); learned SIREN frequencies as w0 [initial, hidden]."
+        "Each layer's sigma and SpanSize (None and RelativeSize without a span); learned w0 [initial, hidden]; a covariance span's L."
         out = []
         for i, block in enumerate(self.blocks):
             att = block.attention
@@ -87,6 +87,7 @@ class _LayerReport:
             out.append(dict(layer=i, sigma=sigma, span_size=list(size)))
             enc = getattr(att, 'encoding', None)
             if hasattr(enc, 'log_w0'): out[-1]['w0'] = [float(f) for f in enc.frequencies()]  # learn_w0 only
+            if hasattr(span, 'cholesky'): out[-1]['factor'] = span.cholesky().detach().cpu().tolist()  # covariance only
         return out
 
 # %% ../../nbs/30_model.classifier.ipynb #a6a7a7b6
