@@ -18,7 +18,7 @@ OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
 LAB_NOTEBOOKS ?= index.ipynb 23_layers.block.ipynb
 LAB_PORT ?= 8888
 
-.PHONY: setup demo test export readme check-sync reproduce study bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
+.PHONY: setup demo test export readme check-sync reproduce study open-questions bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
@@ -116,6 +116,31 @@ study: $(STAMP)
 	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/probe/reproduce.ipynb -p profile probe
 	$(BIN)/papermill --cwd nbs nbs/study.ipynb results/study/study.ipynb
 	@echo "study: tables in results/study/tables/ and results/probe/tables/, figures in figures/study/ and figures/probe/"
+
+# `make open-questions [JOBS=2]`: the paper's open questions (nbs/study_open_questions.ipynb), through the sweep, each
+# keeping what is finished: on the probe (nine RandomStates) SIREN's biases at uniform phases, its sines replaced by
+# ReLUs, a continuous bias, the rotated span (and the diagonal span at the four RandomStates beyond the paper's five),
+# siren_2d at a learning rate of 3e-4 and, for its runs that stayed at chance or fell back, 12 epochs, and with its
+# initial weights and its data from different RandomStates (scripts/cross_seeds.py); the omega_0 grid
+# fixed and learned, on the probe and on CIFAR-10 (study profile, the paper's five RandomStates). Then the notebook:
+# tables in results/open/, figures in figures/open/. About 9 CPU-hours from nothing.
+W0_FIXED ?= siren_2d_w0_0.1 siren_2d_w0_1 siren_2d_w0_3 siren_2d_w0_30 siren_2d_w0_100
+W0_LEARNED ?= siren_2d_learnw0_w0_0.1 siren_2d_learnw0_w0_1 siren_2d_learnw0_w0_3 siren_2d_learnw0_w0_30 siren_2d_learnw0_w0_100
+open-questions: $(STAMP)
+	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
+	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
+	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d_phase relu_2d mlp_bias_2d --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments span_2d_cov span_2d_cov_threshold --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments span_2d span_2d_threshold --seeds 1 2 3 4 --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d -p lr=0.0003 --results-dir results/open/lr3e-4 --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d --seeds 3 4 361 833 -p epochs=12 \
+	  --results-dir results/open/epochs12 --jobs $(JOBS)
+	PYTHONPATH=. $(BIN)/python scripts/cross_seeds.py
+	$(BIN)/python -m posattn.sweep --profile probe --treatments $(W0_FIXED) $(W0_LEARNED) --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile study --treatments $(W0_FIXED) siren_2d_learnw0 $(W0_LEARNED) \
+	  --seeds $(PAPER_SEEDS) --jobs $(JOBS)
+	$(BIN)/papermill --cwd nbs nbs/study_open_questions.ipynb results/open/study_open_questions.ipynb
+	@echo "open questions: tables in results/open/, figures in figures/open/"
 
 # Appendix A.4 and the fast version's benchmark: one layer's forward+backward time and peak memory, each case in a fresh
 # process; writes results/bench/*.json and figures/*_time_memory.png. Then the training benchmark: one training step of

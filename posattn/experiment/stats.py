@@ -8,7 +8,8 @@ Docs: https://posattn.github.io/posattn/experiment.stats.html.md"""
 __all__ = ['PAPER_N', 'PAPER', 'PAPER_POWER', 'TABLES', 'TITLES', 'COLUMNS', 'summarise', 'jarque_bera', 'welch_from_stats',
            'welch', 'cohens_d', 'power', 'runs_for_power', 'compare', 'values_by_treatment', 'run_version',
            'select_version', 'group_versions', 'versions_label', 'table_rows', 'group_rows', 'to_markdown',
-           'write_table', 'write_tables', 'comparison_rows', 'against_rows', 'solved_rows']
+           'write_table', 'write_tables', 'comparison_rows', 'against_rows', 'solved_rows', 'fisher_power',
+           'detectable_share']
 
 # %% ../../nbs/44_experiment.stats.ipynb #276dce8e
 import csv, io, json, math, os
@@ -322,3 +323,21 @@ def solved_rows(values: dict[str, list[float]], # val_acc_max per treatment
         rows.append(dict(setting=setting, treatment=t, version=(versions or {}).get(t, ''), n=len(x), solved=k,
                          share=k / len(x) if x else math.nan, p=p, note='' if x else 'no runs'))
     return rows
+
+# %% ../../nbs/44_experiment.stats.ipynb #cab46714
+def fisher_power(p_a: float, p_b: float, # true shares of solved runs in groups A and B
+                 n_a: int, n_b: int, # runs per group
+                 alpha: float = 0.05) -> float:
+    "Power of Fisher's two-sided exact test of k_a/n_a against k_b/n_b when the true shares are p_a and p_b."
+    check_int('n_a', n_a); check_int('n_b', n_b)
+    if not (0 <= p_a <= 1 and 0 <= p_b <= 1): raise ValueError(f"p_a={p_a!r} and p_b={p_b!r} must be shares in [0, 1]")
+    pa, pb = _st.binom.pmf(np.arange(n_a + 1), n_a, p_a), _st.binom.pmf(np.arange(n_b + 1), n_b, p_b)
+    return float(sum(pa[i] * pb[j] for i in range(n_a + 1) for j in range(n_b + 1)
+                     if _st.fisher_exact([[i, n_a - i], [j, n_b - j]])[1] <= alpha))
+
+def detectable_share(p_a: float, n_a: int, n_b: int, target: float = 0.8, alpha: float = 0.05,
+                     lower: bool = True) -> float:
+    "The share of group B nearest to p_a (below it if `lower`) that Fisher's test tells from p_a with `target` power; NaN: none."
+    grid = np.linspace(p_a, 0 if lower else 1, 101)
+    hits = [float(p) for p in grid if fisher_power(p_a, float(p), n_a, n_b, alpha) >= target]
+    return hits[0] if hits else math.nan
