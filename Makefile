@@ -3,6 +3,10 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV  ?= .venv
 BIN   := $(VENV)/bin
+# The PyTorch this project is built and tested with: the one place its version is written (environment.yml is checked
+# against it by nbs/99_api.ipynb).
+TORCH ?= 2.14.1
+TORCHVISION ?= 0.29.1
 # The stamp is keyed on pyproject.toml's content (nbdev-export rewrites the file without changing it).
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 PROFILE ?= cpu
@@ -18,15 +22,19 @@ OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
 LAB_NOTEBOOKS ?= index.ipynb 23_layers.block.ipynb
 LAB_PORT ?= 8888
 
-.PHONY: setup demo test export readme check-sync reproduce study open-questions bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
+.PHONY: setup demo test install-check export readme check-sync reproduce study open-questions bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
 # Create .venv when it is missing, reuse it when it exists; reinstall the project when pyproject.toml changes.
 $(STAMP):
-	@test -x $(BIN)/python || python3 -m venv $(VENV)
-	$(BIN)/pip install --quiet torch==2.14.1 torchvision==0.29.1 2>&1 | { grep -v '^WARNING: Location' || true; }
-	$(BIN)/pip install --quiet -e ".[dev]" 2>&1 | { grep -v '^WARNING: Location' || true; }
+	@test -x $(BIN)/python || { echo "setup: creating $(VENV)"; python3 -m venv $(VENV); }
+	@echo "setup: installing PyTorch $(TORCH) and torchvision $(TORCHVISION) (1-3 minutes on a fresh machine)"
+	@$(BIN)/pip install --progress-bar off torch==$(TORCH) torchvision==$(TORCHVISION) 2>&1 | \
+	  { grep -E '^(Collecting|Installing|Successfully|ERROR)' || true; }
+	@echo "setup: installing posattn with its experiment, lab and dev extras"
+	@$(BIN)/pip install --progress-bar off -e ".[experiments,lab,dev]" 2>&1 | \
+	  { grep -E '^(Installing|Successfully|ERROR)' || true; }
 	@# The venv's kernel spec is displayed as `python3`: nbdev-clean writes display_name = name into every notebook,
 	@# and JupyterLab writes the kernel spec's display name, so the two agree and notebooks open unmodified.
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name python3
@@ -50,6 +58,11 @@ demo: $(STAMP)
 test: $(STAMP) check-sync
 	$(BIN)/nbdev-test --n-workers 2 --timing
 
+# What `pip install posattn` gives the layer alone: the wheel in a fresh venv with PyTorch only runs README.md's
+# "Use it in your model" snippet, and the experiment platform names its extra (scripts/install_check.py; 1-3 minutes).
+install-check: $(STAMP)
+	$(BIN)/python scripts/install_check.py --torch $(TORCH)
+
 check-sync: $(STAMP)
 	@tmp=$$(mktemp -d); cp -r posattn nbs "$$tmp"/; \
 	$(BIN)/nbdev-export; \
@@ -58,22 +71,30 @@ check-sync: $(STAMP)
 	$(BIN)/nbdev-clean; \
 	if ! diff -r -q -x .ipynb_checkpoints "$$tmp"/nbs nbs; then \
 	  echo "nbdev-clean changed the notebooks above: run nbdev-clean and commit the result"; exit 1; fi; \
-	cp README.md "$$tmp"/README.md; $(MAKE) --no-print-directory readme; \
-	if ! diff -q "$$tmp"/README.md README.md; then \
-	  echo "README.md is not what nbs/index.ipynb generates: run make readme and commit the result"; exit 1; fi; \
-	rm -rf "$$tmp"; echo "posattn/, nbs/ and README.md are in sync and clean"
+	for f in README.md results/README.md results/bench/README.md; do mkdir -p "$$tmp"/$$(dirname $$f); cp $$f "$$tmp"/$$f; done; \
+	$(MAKE) --no-print-directory readme; \
+	for f in README.md results/README.md results/bench/README.md; do if ! diff -q "$$tmp"/$$f $$f; then \
+	  echo "$$f is not what nbs/ generates (index, results, benchmarks): run make readme and commit the result"; exit 1; fi; done; \
+	rm -rf "$$tmp"; echo "posattn/, nbs/ and the README pages are in sync and clean"
 
 # After editing notebooks: regenerate the package and README, and clean the notebooks.
 export: $(STAMP)
 	$(BIN)/nbdev-export && $(BIN)/nbdev-clean && $(MAKE) --no-print-directory readme
 
-# README.md is nbs/index.ipynb executed (its tables are read from results/), with the input of `remove_input` cells hidden.
-# Links and images in index.ipynb are relative to nbs/ (`../figures/x.png`, as JupyterLab resolves them); README.md
-# lives at the root, so their leading `../` is dropped there.
+# README.md is nbs/index.ipynb executed, with the input of `remove_input` cells hidden; the pages it links to are
+# nbs/results.ipynb (results/README.md) and nbs/benchmarks.ipynb (results/bench/README.md), their tables read from
+# results/. Links and images in the notebooks are relative to nbs/ (`../figures/x.png`, as JupyterLab resolves them):
+# README.md at the root drops their leading `../`, results/README.md (as deep as nbs/) keeps it, and
+# results/bench/README.md makes it `../../`.
 readme: $(STAMP)
 	$(BIN)/jupyter nbconvert --log-level WARN --execute --to markdown \
 	  --TagRemovePreprocessor.remove_input_tags='["remove_input"]' nbs/index.ipynb --output-dir . --output README
 	@sed -i -E 's#(\]\(|src=")\.\./#\1#g' README.md
+	$(BIN)/jupyter nbconvert --log-level WARN --execute --to markdown \
+	  --TagRemovePreprocessor.remove_input_tags='["remove_input"]' nbs/results.ipynb --output-dir results --output README
+	$(BIN)/jupyter nbconvert --log-level WARN --execute --to markdown \
+	  --TagRemovePreprocessor.remove_input_tags='["remove_input"]' nbs/benchmarks.ipynb --output-dir results/bench --output README
+	@sed -i -E 's#(\]\(|src=")\.\./#\1../../#g' results/bench/README.md
 
 # `make reproduce PROFILE=cpu [JOBS=2] [SWEEP_ARGS=...] [EXECUTOR=slurm SLURM_ARGS=...]`: run the profile's missing
 # treatment x RandomState runs through the sweep (on this machine, or as one SLURM job array that the sweep watches to
