@@ -45,6 +45,9 @@ $(STAMP):
 	@# Jupyter applications (JupyterLab, nbconvert) start kernels with CurveZMQ keys instead of plain-text TCP.
 	@mkdir -p $(VENV)/etc/jupyter && echo '{"KernelManager": {"transport_encryption": "auto"}}' \
 	  > $(VENV)/etc/jupyter/jupyter_config.json
+	@# JupyterLab opens without asking to fetch news or check for updates (a reader's first screen is the notebook).
+	@mkdir -p $(VENV)/share/jupyter/lab/settings && echo '{"@jupyterlab/apputils-extension:notification": \
+	  {"fetchNews": "false", "checkForUpdates": false}}' > $(VENV)/share/jupyter/lab/settings/overrides.json
 	@rm -f $(VENV)/.installed-*; touch $@
 
 # The main job on the embedded default data: the span_2d_threshold treatment on scikit-learn's digits (8x8), through

@@ -42,7 +42,7 @@ def _load_torchvision(root: Path, download: bool = True) -> tuple[Tensor, Tensor
     try: ds = CIFAR10(str(root), train=True, download=download)
     except Exception as e:
         raise RuntimeError(f"dataset='cifar10': could not load CIFAR-10 from {root} ({type(e).__name__}: {e}). "
-                           + _offline_hint(root)) from e
+                           + _offline_hint(root)) from None  # the message says it all; torchvision's traceback hid it
     return torch.from_numpy(ds.data), torch.tensor(ds.targets, dtype=torch.long), list(ds.classes)
 
 # %% ../../nbs/41_experiment.data.ipynb #24c78a75

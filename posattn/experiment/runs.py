@@ -13,11 +13,12 @@ __all__ = ['W0_GRID', 'TREATMENTS', 'PAPER_TREATMENTS', 'SEEDS', 'STUDY_SEEDS', 
            'lock_holder', 'run_lock', 'clean_tmp']
 
 # %% ../../nbs/40_experiment.runs.ipynb #cc202dbb
-import fcntl, glob, json, os, socket, sys, tempfile, textwrap, time
+import errno, fcntl, glob, json, os, shutil, socket, sys, tempfile, textwrap, time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 import torch
+from ..core.checks import did_you_mean
 from ..model.classifier import Classifier
 
 # %% ../../nbs/40_experiment.runs.ipynb #c0e0fdb7
@@ -39,9 +40,17 @@ def atomic_save(obj, path: str | Path, save=torch.save):
         umask = os.umask(0); os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; give it the usual permissions
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if _disk_full(e, path.parent):  # one line, not torch's "unexpected pos" deep inside a traceback
+            raise OSError(errno.ENOSPC, f"no space left on the device of {path.parent} while writing {path.name}: "
+                                        "free some space (or write elsewhere) and rerun; what was written before is kept") from None
         raise
+
+def _disk_full(e: BaseException, folder: Path) -> bool:
+    "Whether `e` is a write that failed for want of space (torch.save reports it as an 'unexpected pos' RuntimeError)."
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC: return True
+    return isinstance(e, RuntimeError) and 'unexpected pos' in str(e) and shutil.disk_usage(folder).free < 1 << 20
 
 def atomic_write_text(text: str, path: str | Path) -> Path:
     "Write `text` to `path` atomically (the same temporary-file-then-rename as `atomic_save`)."
@@ -94,7 +103,7 @@ PAPER_TREATMENTS = tuple(TREATMENTS)[:7]  # the paper's seven, in its order: the
 def check_treatment(treatment: str) -> dict:
     "The layer options of `treatment`; a ValueError listing the valid names otherwise."
     if treatment not in TREATMENTS:
-        raise ValueError(f"treatment={treatment!r} is not one of {tuple(TREATMENTS)}")
+        raise ValueError(f"treatment={treatment!r} is not one of {tuple(TREATMENTS)}{did_you_mean(treatment, TREATMENTS)}")
     return dict(TREATMENTS[treatment])
 
 def treatment_attention(treatment: str) -> str:
@@ -281,7 +290,7 @@ def say(line: str):
     if type(err).__module__.startswith('ipykernel'):
         try:
             fd = err.fileno()  # ipykernel's fileno() is its copy of the console
-            os.write(fd, (('\r\x1b[K' if os.isatty(fd) else '') + line + '\n').encode())  # over papermill's bar
+            os.write(fd, (('\r\x1b[K' if os.isatty(fd) else '\n') + line + '\n').encode())  # over papermill's bar, or below it
         except (OSError, ValueError): pass  # a kernel that does not watch its file descriptors has no console copy
 
 # %% ../../nbs/40_experiment.runs.ipynb #c27eeb0e

@@ -6,10 +6,11 @@ Docs: https://posattn.github.io/posattn/experiment.train.html.md"""
 
 # %% auto #0
 __all__ = ['AMP_MODES', 'WANDB_MODES', 'autocast', 'evaluate', 'read_checkpoint', 'checkpoint_diff', 'load_checkpoint',
-           'RunClock', 'best', 'train', 'keep_freed_memory', 'check_wandb', 'span_metrics', 'wandb_logger']
+           'RunClock', 'best', 'train', 'keep_freed_memory', 'wandb_unreachable', 'check_wandb', 'span_metrics',
+           'wandb_logger']
 
 # %% ../../nbs/42_experiment.train.ipynb #288c4757
-import ctypes, math, netrc, os, time
+import ctypes, math, netrc, os, socket, time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -234,13 +235,27 @@ def _has_wandb_credentials(netrc_path: str | Path | None = None) -> bool:
     try: return path.exists() and netrc.netrc(path).authenticators(host) is not None
     except (netrc.NetrcParseError, OSError): return False
 
+def wandb_unreachable(timeout: float = 5.) -> str | None:
+    "Why W&B's server ($WANDB_BASE_URL, else api.wandb.ai) cannot be reached from here in `timeout` s; None if it can."
+    url = os.environ.get('WANDB_BASE_URL', 'https://api.wandb.ai')
+    scheme, _, rest = url.partition('://')
+    host, _, port = rest.split('/')[0].partition(':')
+    try: socket.create_connection((host, int(port or (80 if scheme == 'http' else 443))), timeout=timeout).close()
+    except OSError as e: return f"{url} is unreachable from here ({type(e).__name__}: {e})"
+    return None
+
 def check_wandb(mode: str, # one of WANDB_MODES
-                netrc_path: str | Path | None = None): # default: $NETRC or ~/.netrc
-    "Refuse an unknown `mode`, or 'online' without credentials, before any work."
+                netrc_path: str | Path | None = None, # default: $NETRC or ~/.netrc
+                unreachable: Callable[[], str | None] = wandb_unreachable): # why the server cannot be reached, or None
+    "Refuse an unknown `mode`, or 'online' without credentials or without a reachable server, before any work."
     if mode not in WANDB_MODES: raise ValueError(f"wandb_mode={mode!r} is not one of {WANDB_MODES}")
-    if mode == 'online' and not _has_wandb_credentials(netrc_path):
+    if mode != 'online': return
+    if not _has_wandb_credentials(netrc_path):
         raise ValueError("wandb_mode='online' needs credentials: set WANDB_API_KEY or run `wandb login` "
                          "(which writes ~/.netrc); or use wandb_mode='offline' and `wandb sync` later")
+    if (why := unreachable()):
+        raise ValueError(f"wandb_mode='online', but W&B at {why}: use wandb_mode='offline' (then `wandb sync` "
+                         f"where the internet is) or wandb_mode='disabled'")
 
 # %% ../../nbs/42_experiment.train.ipynb #dca534ee
 def span_metrics(model: nn.Module) -> dict:
