@@ -143,7 +143,7 @@ study: $(STAMP)
 
 # `make open-questions [JOBS=2]`: the paper's open questions (nbs/study_open_questions.ipynb), through the sweep, each
 # keeping what is finished: on the probe (nine RandomStates) SIREN's biases at uniform phases, its sines replaced by
-# ReLUs, a continuous bias, the rotated span (and the diagonal span at the four RandomStates beyond the paper's five),
+# ReLUs, a continuous bias, no positions, the rotated span (and the diagonal span at the four RandomStates beyond the paper's five),
 # siren_2d at a learning rate of 3e-4 and, for its runs that stayed at chance or fell back, 12 epochs, and with its
 # initial weights and its data from different RandomStates (scripts/cross_seeds.py); the omega_0 grid
 # fixed and learned, on the probe and on CIFAR-10 (study profile, the paper's five RandomStates). Then the notebook:
@@ -153,7 +153,7 @@ W0_LEARNED ?= siren_2d_learnw0_w0_0.1 siren_2d_learnw0_w0_1 siren_2d_learnw0_w0_
 open-questions: $(STAMP)
 	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
 	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
-	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d_phase relu_2d mlp_bias_2d --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d_phase relu_2d mlp_bias_2d none_2d --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments span_2d_cov span_2d_cov_threshold --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments span_2d span_2d_threshold --seeds 1 2 3 4 --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d -p lr=0.0003 --results-dir results/open/lr3e-4 --jobs $(JOBS)

@@ -36,12 +36,12 @@ class RelativeBias(nn.Module):
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer (unused: the bias is a scalar)
                  heads: int = 8, # H: one table per head
-                 max_offset: int = 16, # k of the clipped table
+                 max_offset: int | Sequence[int] = 16, # k of the clipped table (or one k per dimension)
                  buckets: int | None = None, # T5's buckets (1-D only); None: the clipped table
                  max_distance: int = 128, # T5: distances from here on share the last bucket
                  init_std: float = 0.02): # standard deviation of the initial entries
         super().__init__()
-        check_max_offset(max_offset)
+        max_offset = check_max_offset(max_offset, dims)
         if buckets is not None:
             if dims != 1: raise ValueError(f"buckets={buckets} are T5's 1-D buckets, but dims={dims}: use buckets=None (the clipped table)")
             if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 4 or buckets % 4:

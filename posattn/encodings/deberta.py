@@ -20,9 +20,9 @@ class DisentangledEncoding(nn.Module):
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer (and of P)
                  heads: int = 8, # H
-                 max_offset: int = 16): # k: offsets are clipped to [-k, k] per dimension
+                 max_offset: int | Sequence[int] = 16): # k: offsets are clipped to [-k, k] per dimension (or one k per dimension)
         super().__init__()
-        check_max_offset(max_offset)
+        max_offset = check_max_offset(max_offset, dims)
         self.dims, self.d, self.heads, self.max_offset = dims, d, heads, max_offset
         self.table = nn.Parameter(torch.randn(table_size(dims, max_offset), d))  # P
         self.key_proj, self.query_proj = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)  # Psi_k, Psi_q

@@ -19,9 +19,9 @@ class RelativeFactor(nn.Module):
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer (unused: the factor is a scalar)
                  heads: int = 8, # H: one table per head
-                 max_offset: int = 16): # k: each distance is clipped at k per dimension
+                 max_offset: int | Sequence[int] = 16): # k: each distance is clipped at k per dimension (or one k per dimension)
         super().__init__()
-        check_max_offset(max_offset)
+        max_offset = check_max_offset(max_offset, dims)
         self.dims, self.heads, self.max_offset = dims, heads, max_offset
         self.table = nn.Parameter(torch.ones(table_size(dims, max_offset, signed=False), heads))
 

@@ -19,11 +19,11 @@ class ShawEncoding(nn.Module):
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer
                  heads: int = 8, # H; the vectors have d_H = d / H features
-                 max_offset: int = 16, # k: offsets are clipped to [-k, k] per dimension
+                 max_offset: int | Sequence[int] = 16, # k: offsets are clipped to [-k, k] per dimension (or one k per dimension)
                  values: bool = True, # also learn the value table a^V
                  init_std: float = 0.02): # standard deviation of the initial entries
         super().__init__()
-        check_max_offset(max_offset)
+        max_offset = check_max_offset(max_offset, dims)
         if not isinstance(values, bool): raise ValueError(f"values={values!r} must be True or False")
         self.dims, self.heads, self.d_head, self.max_offset = dims, heads, d // heads, max_offset
         rows = table_size(dims, max_offset)

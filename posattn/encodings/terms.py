@@ -58,23 +58,34 @@ def position_terms(encode: OffsetFn | None = None, # the paper's query-side enco
     return terms
 
 # %% ../../nbs/11_encodings.terms.ipynb #6f922c2d
-def check_max_offset(max_offset) -> int:
-    "`max_offset` (the clipping distance k of an offset table) if it is a positive integer; a ValueError otherwise."
-    return check_int('max_offset', max_offset)
+def check_max_offset(max_offset, # k for every dimension, or one k per dimension
+                     dims: int | None = None # n: the number of k a sequence must hold; None: an int only
+                    ) -> tuple[int, ...] | int:
+    "`max_offset` checked: a positive int (as a tuple of `dims` copies when `dims` is given), or `dims` positive ints."
+    if dims is None or isinstance(max_offset, (int, bool)) or not hasattr(max_offset, '__len__'):
+        k = check_int('max_offset', max_offset)
+        return k if dims is None else (k,) * dims
+    if len(max_offset) != dims:
+        raise ValueError(f"max_offset={max_offset!r} must hold one clipping distance per dimension ({dims}), or be one int")
+    return tuple(check_int('max_offset', k) for k in max_offset)
 
-def table_size(dims: int, max_offset: int, signed: bool = True) -> int:
-    "Entries of the table of clipped offsets: (2k + 1)^n, or (k + 1)^n for distances (`signed=False`)."
-    return (2 * max_offset + 1 if signed else max_offset + 1) ** dims
+def _widths(max_offset, n: int, signed: bool) -> list[int]:
+    return [2 * k + 1 if signed else k + 1 for k in ((max_offset,) * n if isinstance(max_offset, int) else max_offset)]
+
+def table_size(dims: int, max_offset: int | Sequence[int], signed: bool = True) -> int:
+    "Entries of the table of clipped offsets: the product of (2k + 1), or of (k + 1) for distances (`signed=False`)."
+    return math.prod(_widths(max_offset, dims, signed))
 
 def table_index(offsets: Tensor, # integer offsets [..., n]
-                max_offset: int, # k: each offset is clipped to [-k, k] per dimension
+                max_offset: int | Sequence[int], # k, or k per dimension: each offset is clipped to [-k, k]
                 signed: bool = True # False: index the distances |offset| (clipped to k) instead
                ) -> Tensor: # long [...], row-major into the table of clipped offsets
     "Where each offset's entry sits in a table of clipped offsets (or distances)."
-    k = max_offset
-    x = offsets.clamp(-k, k) + k if signed else offsets.abs().clamp(max=k)
-    width = 2 * k + 1 if signed else k + 1
-    strides = width ** torch.arange(offsets.shape[-1] - 1, -1, -1, device=offsets.device)
+    n = offsets.shape[-1]
+    k = torch.tensor((max_offset,) * n if isinstance(max_offset, int) else tuple(max_offset), device=offsets.device)
+    x = torch.minimum(torch.maximum(offsets, -k), k) + k if signed else torch.minimum(offsets.abs(), k)
+    widths = _widths(max_offset, n, signed)
+    strides = torch.tensor([math.prod(widths[i + 1:]) for i in range(n)], device=offsets.device)
     return (x.long() * strides).sum(-1)
 
 # %% ../../nbs/11_encodings.terms.ipynb #db11e197
