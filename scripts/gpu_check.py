@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from posattn.layers.block import PositionalSelfAttention, VERSIONS, TERMS_VERSIONS  # noqa: E402
 from posattn.encodings.catalogue import PAPER_ENCODINGS, RELATIVE_ENCODINGS  # noqa: E402
-from posattn.experiment.benchmark import _layer, _peak_mb, _sync, code_version, train_model  # noqa: E402
+from posattn.experiment.benchmark import _layer, _peak_mb, _sync, train_model  # noqa: E402
+from posattn.experiment.runs import code_version  # noqa: E402
 from posattn.experiment.runs import PAPER_TREATMENTS, TREATMENTS  # noqa: E402
 from posattn.layers.flex import attend_flex  # noqa: E402
 

@@ -6,12 +6,11 @@ Docs: https://posattn.github.io/posattn/experiment.benchmark.html.md"""
 
 # %% auto #0
 __all__ = ['PEAK_FACTOR', 'FLOORS', 'TRAIN_FLOOR', 'TRAIN_PLAIN', 'TRAIN_MODELS', 'TRAIN_LIMITS', 'TRAIN_MEMORY_LIMIT',
-           'sigma_for_span', 'measure', 'code_version', 'machine_info', 'run_cases', 'summary_rows', 'summary_table',
-           'encodings_table', 'target_line', 'summary_markdown', 'plot_cases', 'SdpaAttention', 'train_structure',
-           'set_sigmas', 'train_model', 'learned_sigmas', 'measure_train', 'train_step_times', 'train_name',
-           'train_rows', 'train_table', 'train_ratio_table', 'train_target_lines', 'train_summary_markdown',
-           'plot_train', 'profile_train_step', 'profile_totals', 'profile_markdown', 'learned_window_cases',
-           'window_time_rows']
+           'sigma_for_span', 'measure', 'machine_info', 'run_cases', 'summary_rows', 'summary_table', 'encodings_table',
+           'target_line', 'summary_markdown', 'plot_cases', 'SdpaAttention', 'train_structure', 'set_sigmas',
+           'train_model', 'learned_sigmas', 'measure_train', 'train_step_times', 'train_name', 'train_rows',
+           'train_table', 'train_ratio_table', 'train_target_lines', 'train_summary_markdown', 'plot_train',
+           'profile_train_step', 'profile_totals', 'profile_markdown', 'learned_window_cases', 'window_time_rows']
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #3d766857
 import datetime, hashlib, inspect, json, math, os, platform, re, resource, statistics, subprocess, sys, tempfile, time
@@ -23,7 +22,7 @@ from torch import Tensor
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 from ..core.attention import MultiHeadSelfAttention, merge_heads
-from .runs import TREATMENTS, atomic_write_text, make_classifier, treatment_attention
+from .runs import TREATMENTS, atomic_write_text, code_version, make_classifier, treatment_attention
 from .report import learned_sizes, learned_windows
 from ..model.classifier import Classifier
 from .runner import resolve_device
@@ -227,15 +226,6 @@ def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
     return info | blank | r
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #794137e5
-def code_version(root: Path | str | None = None # a source tree; None: the installed posattn package
-                ) -> str: # 12 hex digits
-    "A fingerprint of the code that measures: sha1 over the names and contents of every .py file under `root`."
-    import posattn
-    root, h = Path(root or Path(posattn.__file__).parent), hashlib.sha1()
-    for f in sorted(f for f in root.rglob('*.py') if '__pycache__' not in f.parts):
-        h.update(f.relative_to(root).as_posix().encode() + b'\0' + f.read_bytes() + b'\0')
-    return h.hexdigest()[:12]
-
 def machine_info() -> dict:
     "What the numbers depend on: torch version, threads, CPUs, date, and the code (`code_version`)."
     cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), platform.processor()) \

@@ -10,7 +10,7 @@ __all__ = ['SYNTHETIC_MEANS', 'LABELS', 'SPAN_TREATMENTS', 'write_synthetic_resu
            'learned_windows', 'best_by_epoch', 'advantage_rows', 'figure_advantage']
 
 # %% ../../nbs/44a_experiment.report.ipynb #6d435b65
-import json, math
+import collections, json, math
 from pathlib import Path
 from typing import Sequence
 import numpy as np
@@ -64,6 +64,8 @@ def provenance(runs: Sequence[dict]) -> list[str]:
     if secs: lines.append(f'wall time per run: mean {np.mean(secs) / 60:.1f} min, total {sum(secs) / 3600:.2f} h')
     lines += [f'data note: {n}' for n in sorted({r['dataset_note'] for r in runs if r.get('dataset_note')})]
     if any(r.get('synthetic') for r in runs): lines.append('SYNTHETIC results (test data), not real runs')
+    codes = collections.Counter(r.get('code') or 'not recorded' for r in runs)
+    if codes: lines.append('code (source fingerprint: runs): ' + ', '.join(f'{c}: {n}' for c, n in sorted(codes.items())))
     return lines
 
 def figure_tag(profile: str, versions: dict[str, str], # attention version per treatment (`group_versions`)

@@ -17,7 +17,7 @@ import posattn
 from ..layers.block import DEFAULT_VERSION, VERSIONS
 from .runs import (LOCK_HOLDER_ENV, OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResult, RunRefused,
                                      atomic_save, atomic_write_text, check_outputs, check_treatment, clean_tmp,
-                                     config_diff, make_classifier, mismatch_message, project_root, read_result,
+                                     code_version, config_diff, make_classifier, mismatch_message, project_root, read_result,
                                      record_config, run_lock, run_paths, say, set_aside,
                                      treatment_attention)
 from .data import DATASETS, load_data
@@ -176,12 +176,19 @@ def _result(cfg, history, model, S, device, clock: RunClock) -> dict:
     return dict(treatment=cfg['treatment'], seed=cfg['seed'], profile=cfg['profile'], config=cfg, history=history,
                 val_acc_max=top, best_epoch=at, spans=model.spans(), structure_size=list(S), versions=_versions(),
                 device=str(device), wall_time_s=clock.total(), resumed_from=clock.resumed_from,
-                train_time_s=sum(h['seconds'] for h in history), dataset_note=dataset_note(cfg), finished=True)
+                train_time_s=sum(h['seconds'] for h in history), dataset_note=dataset_note(cfg), code=code_version(),
+                finished=True)
 
 def _save_json(obj, path):
     atomic_write_text(json.dumps(obj, indent=1), path)
 
 # %% ../../nbs/43_experiment.runner.ipynb #be97fd36
+def _other_code(stored: dict) -> str:
+    "', made by other code (...)' when `stored` records code other than this (or none); '' otherwise."
+    made, now, commit = stored.get('code'), code_version(), (stored.get('versions') or {}).get('commit')
+    if made == now: return ''
+    return f", made by other code (source {made or 'not recorded'}{f' at commit {commit[:10]}' if commit else ''}; now {now})"
+
 def _stored_result(cfg: dict, path: Path, force: bool, fix: bool = False) -> dict | None:
     "The stored result if it answers the request `cfg`; None if there is none (or `force`); RunRefused if made otherwise."
     try: stored = read_result(path)
@@ -191,8 +198,8 @@ def _stored_result(cfg: dict, path: Path, force: bool, fix: bool = False) -> dic
     if stored is None or force: return None
     diff = config_diff(record_config(stored), cfg)
     if diff: raise RunRefused(mismatch_message({str(path): diff}))
-    say(f"reusing the stored result {path}: same configuration, val_acc_max {stored['val_acc_max']:.4f} "
-        f"(force=True computes it again)")
+    say(f"reusing the stored result {path}: same configuration, val_acc_max {stored['val_acc_max']:.4f}"
+        f"{_other_code(stored)} (force=True computes it again)")
     return stored
 
 def _checkpoint_for(cfg: dict, paths: dict, force: bool) -> Path:

@@ -7,13 +7,13 @@ Docs: https://posattn.github.io/posattn/experiment.runs.html.md"""
 # %% auto #0
 __all__ = ['W0_GRID', 'TREATMENTS', 'PAPER_TREATMENTS', 'SEEDS', 'STUDY_SEEDS', 'PROFILE_SEEDS', 'PROFILES', 'OFFLINE_CIFAR',
            'NOT_IDENTITY', 'NOT_RECORDED', 'LOCK_HOLDER_ENV', 'project_root', 'atomic_save', 'atomic_write_text',
-           'check_treatment', 'treatment_attention', 'treatments_markdown', 'make_classifier', 'profile_seeds',
-           'run_paths', 'is_finished', 'load_results', 'RunRefused', 'identity', 'record_config', 'config_diff',
-           'mismatch_message', 'say', 'BadResult', 'read_result', 'set_aside', 'check_outputs', 'RunLocked',
-           'lock_holder', 'run_lock', 'clean_tmp']
+           'code_version', 'check_treatment', 'treatment_attention', 'treatments_markdown', 'make_classifier',
+           'profile_seeds', 'run_paths', 'is_finished', 'load_results', 'RunRefused', 'identity', 'record_config',
+           'config_diff', 'mismatch_message', 'say', 'BadResult', 'read_result', 'set_aside', 'check_outputs',
+           'RunLocked', 'lock_holder', 'run_lock', 'clean_tmp']
 
 # %% ../../nbs/40_experiment.runs.ipynb #cc202dbb
-import errno, fcntl, glob, json, os, shutil, socket, sys, tempfile, textwrap, time
+import errno, fcntl, glob, hashlib, json, os, re, shutil, socket, subprocess, sys, tempfile, textwrap, time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -56,6 +56,17 @@ def atomic_write_text(text: str, path: str | Path) -> Path:
     "Write `text` to `path` atomically (the same temporary-file-then-rename as `atomic_save`)."
     atomic_save(text, path, save=lambda t, f: f.write(t.encode()))
     return Path(path)
+
+# %% ../../nbs/40_experiment.runs.ipynb #e517882f
+def code_version(root: Path | str | None = None # a source tree; None: the installed posattn package
+                ) -> str: # 12 hex digits
+    "A fingerprint of the code: sha1 over the names and contents of every .py file under `root`."
+    import posattn
+    root, h = Path(root or Path(posattn.__file__).parent), hashlib.sha1()
+    for f in sorted(f for f in root.rglob('*.py') if '__pycache__' not in f.parts):
+        h.update(f.relative_to(root).as_posix().encode() + b'\0' + f.read_bytes() + b'\0')
+    return h.hexdigest()[:12]
+
 
 # %% ../../nbs/40_experiment.runs.ipynb #8cb123fb
 _PE_OPTIONS = {('rel_bias', 1): dict(pe_options=dict(buckets=32)),  # T5's buckets along the 1,024-pixel sequence
