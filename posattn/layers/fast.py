@@ -21,7 +21,7 @@ from ..core.scores import may_read, weighted_sum
 from .version1 import Encode, Gauss, attend_setup
 from ..encodings.terms import PositionTerms
 
-# %% ../../nbs/22_layers.fast.ipynb #f65bdd76
+# %% ../../nbs/22_layers.fast.ipynb #a373bc10
 def _per_head(x: Tensor) -> Tensor:
     "A slot's value at [queries, keys] offsets, [Tq, Lk] or [Tq, Lk, H], as [H or 1, Tq, Lk]."
     return x[None] if x.dim() == 2 else x.permute(2, 0, 1)
@@ -53,6 +53,7 @@ def _tile_attention(t: PositionTerms, qu: Tensor, qv: Tensor | None, ks: Tensor,
     if t.value is not None: out = out + torch.einsum('bhij,ijhd->bhid', w, t.value(delta))
     return out
 
+# %% ../../nbs/22_layers.fast.ipynb #f65bdd76
 def attend_tiled(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
                  u: Tensor, v: Tensor | None, # content and positional biases [H, d_H]
                  structure_size: Sequence[int], span_size: Sequence[int], # S, and the window
