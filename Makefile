@@ -153,7 +153,7 @@ W0_LEARNED ?= siren_2d_learnw0_w0_0.1 siren_2d_learnw0_w0_1 siren_2d_learnw0_w0_
 open-questions: $(STAMP)
 	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
 	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
-	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d_phase relu_2d mlp_bias_2d none_2d --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d_phase relu_2d relu_he_2d mlp_bias_2d none_2d --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments span_2d_cov span_2d_cov_threshold --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments span_2d span_2d_threshold --seeds 1 2 3 4 --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d -p lr=0.0003 --results-dir results/open/lr3e-4 --jobs $(JOBS)

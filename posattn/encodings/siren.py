@@ -44,16 +44,16 @@ class BaselineEncoding(nn.Module):
 
 # %% ../../nbs/10_encodings.siren.ipynb #3c3e6f94
 SIREN_BIASES = ('zero', 'phase')  # the paper's zero biases; phases uniform over one period
-SIREN_ACTIVATIONS = ('sine', 'relu')
+SIREN_ACTIVATIONS = ('sine', 'relu', 'relu_he')  # relu: PyTorch's init; relu_he: He's, at SIREN's output scale
 
 def check_siren_options(learn_w0, bias_init: str, activation: str):
     "The options beyond the paper's SIREN, checked: learn_w0, bias_init and activation."
     if not isinstance(learn_w0, bool): raise ValueError(f"learn_w0={learn_w0!r} must be True or False")
     check_choice('bias_init', bias_init, SIREN_BIASES)
     check_choice('activation', activation, SIREN_ACTIVATIONS)
-    if activation == 'relu' and (learn_w0 or bias_init != 'zero'):
-        raise ValueError(f"activation='relu' has no frequencies or phases: it takes learn_w0=False and "
-                         f"bias_init='zero' (PyTorch's own initialisation), not learn_w0={learn_w0}, bias_init={bias_init!r}")
+    if activation != 'sine' and (learn_w0 or bias_init != 'zero'):
+        raise ValueError(f"activation={activation!r} has no frequencies or phases: it takes learn_w0=False and "
+                         f"bias_init='zero', not learn_w0={learn_w0}, bias_init={bias_init!r}")
 
 def siren_init(linears: Sequence[nn.Linear], # SIREN's layers, first to last
                w0: float, # frequency of the hidden sines
@@ -82,20 +82,19 @@ class SirenEncoding(nn.Module):
                  w0_initial: float = 10., # frequency of the first sine
                  learn_w0: bool = False, # learn both frequencies (from w0 and w0_initial), kept positive
                  bias_init: str = 'zero', # the sine layers' biases: 'zero' (the paper) or 'phase' (uniform phases)
-                 activation: str = 'sine'): # 'sine' (SIREN) or 'relu' (the same MLP with ReLUs, PyTorch's init)
+                 activation: str = 'sine'): # 'sine' (SIREN), 'relu' or 'relu_he' (ReLUs: PyTorch's or He's init)
         """The SIREN relative positional encoding.
 
         n: positional dimensions; d: output features (default 64); hidden: width of the hidden layers (64); layers: L,
         linear layers in all, at least 2 (3); w0: frequency of the hidden sines (10); w0_initial: frequency of the
         first sine (10); learn_w0: learn both frequencies, starting from w0 and w0_initial, kept positive (False);
-        bias_init: the sine layers' biases, 'zero' or 'phase' ('zero'); activation: 'sine' or 'relu' ('sine')."""
+        bias_init: the sine layers' biases, 'zero' or 'phase' ('zero'); activation: 'sine', 'relu' or 'relu_he' ('sine')."""
         n, d, hidden = check_int('n', n), check_int('d', d), check_int('hidden', hidden)
         layers = check_int('layers', layers, low=2)  # a first and a last layer
         w0, w0_initial = check_positive('w0', w0), check_positive('w0_initial', w0_initial)
         check_siren_options(learn_w0, bias_init, activation)
         super().__init__()
-        self.w0, self.w0_initial = w0, w0_initial  # the initial frequencies: the initialisation's scale
-        self.bias_init, self.activation = bias_init, activation
+        self.w0, self.w0_initial, self.bias_init, self.activation = w0, w0_initial, bias_init, activation  # w0s: the init's scale
         if learn_w0:  # as logarithms: always positive, and a step changes them by a factor, not an amount
             self.log_w0, self.log_w0_initial = (nn.Parameter(torch.tensor(math.log(w))) for w in (w0, w0_initial))
         widths = [n] + [hidden] * (layers - 1) + [d]
@@ -103,10 +102,11 @@ class SirenEncoding(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        "SIREN's initialisation (DECISIONS.md#initialisation); with activation='relu', PyTorch's."
-        if self.activation == 'sine': siren_init(self.linears, self.w0, self.w0_initial, self.bias_init)
-        else:
-            for lin in self.linears: lin.reset_parameters()
+        "SIREN's initialisation (DECISIONS.md#initialisation); with 'relu', PyTorch's; with 'relu_he', He's."
+        if self.activation == 'sine': return siren_init(self.linears, self.w0, self.w0_initial, self.bias_init)
+        for lin in self.linears: lin.reset_parameters()  # weights and uniform biases
+        if self.activation == 'relu_he':  # He-uniform ReLU layers and SIREN's last layer: SIREN's output scale
+            for lin in self.linears: nn.init.kaiming_uniform_(lin.weight, nonlinearity='relu' if lin is not self.linears[-1] else 'linear')
 
     def forward(self, offsets: Tensor, # integer offsets [..., n]
                 structure_size: Sequence[int]) -> Tensor: # [..., d]
@@ -114,7 +114,7 @@ class SirenEncoding(nn.Module):
         h, (w0_initial, w0) = normalise(offsets, structure_size, self.linears[0].weight.dtype), self.frequencies()
         *body, last = self.linears
         for l, lin in enumerate(body):
-            h = torch.relu(lin(h)) if self.activation == 'relu' else torch.sin((w0_initial if l == 0 else w0) * lin(h))
+            h = torch.sin((w0_initial if l == 0 else w0) * lin(h)) if self.activation == 'sine' else torch.relu(lin(h))
         return last(h)
 
     def frequencies(self) -> tuple:

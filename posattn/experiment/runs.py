@@ -103,6 +103,7 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
        for learn in ('', '_learnw0') for w in W0_GRID if w != 10},
     'siren_2d_phase':    dict(pe='siren',    dims=2, span='off',      threshold=0., siren_bias='phase'),
     'relu_2d':           dict(pe='siren',    dims=2, span='off',      threshold=0., siren_activation='relu'),
+    'relu_he_2d':        dict(pe='siren',    dims=2, span='off',      threshold=0., siren_activation='relu_he'),
     'mlp_bias_2d':       dict(pe='mlp_bias', dims=2),
     # beyond the paper: its Section 8's general covariance, a span that can rotate (nbs/03_core.span.ipynb)
     'span_2d_cov':           dict(pe='siren', dims=2, span='covariance', threshold=0.),
