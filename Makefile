@@ -22,7 +22,10 @@ OFFLINE_CIFAR_TAR ?= ../shared/data/cifar10-jpeg-train.tar.gz
 LAB_NOTEBOOKS ?= index.ipynb 23_layers.block.ipynb
 LAB_PORT ?= 8888
 
-.PHONY: setup demo test install-check export readme check-sync reproduce study open-questions bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
+# The documentation site: every notebook executed (long cells skipped, and marked), with the API reference.
+DOCS_JOBS ?= 2
+
+.PHONY: setup demo test install-check export readme check-sync docs docs-check reproduce study open-questions bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
@@ -32,8 +35,8 @@ $(STAMP):
 	@echo "setup: installing PyTorch $(TORCH) and torchvision $(TORCHVISION) (1-3 minutes on a fresh machine)"
 	@$(BIN)/pip install --progress-bar off torch==$(TORCH) torchvision==$(TORCHVISION) 2>&1 | \
 	  { grep -E '^(Collecting|Installing|Successfully|ERROR)' || true; }
-	@echo "setup: installing posattn with its experiment, lab and dev extras"
-	@$(BIN)/pip install --progress-bar off -e ".[experiments,lab,dev]" 2>&1 | \
+	@echo "setup: installing posattn with its experiment, lab, dev and docs extras"
+	@$(BIN)/pip install --progress-bar off -e ".[experiments,lab,dev,docs]" 2>&1 | \
 	  { grep -E '^(Installing|Successfully|ERROR)' || true; }
 	@# The venv's kernel spec is displayed as `python3`: nbdev-clean writes display_name = name into every notebook,
 	@# and JupyterLab writes the kernel spec's display name, so the two agree and notebooks open unmodified.
@@ -203,6 +206,18 @@ slurm-down:
 # /var/lib/posattn-slurm/test-sweep/<time>/ (not under /tmp: a cluster's nodes do not share it).
 test-slurm: $(STAMP) slurm-up
 	$(BIN)/python scripts/slurm/test_sweep.py
+
+# `make docs`: the site in _site/ (git-ignored), built from the notebooks executed as `make test` runs them (IN_TEST=1,
+# from nbs/, `#| slow` cells skipped and marked so on the page), with Sphinx, MyST-NB and the book theme; the API
+# reference from the docstrings; math by a local MathJax. Open _site/index.html. See scripts/docs_build.py.
+docs: $(STAMP)
+	$(BIN)/python scripts/docs_build.py --jobs $(DOCS_JOBS)
+
+# `make docs-check`: every page of _site/ in headless Chromium: loads without console errors, no broken image or link,
+# no error output, math rendered, nothing from a CDN, the modules' Docs: links name pages that exist; full-page
+# screenshots of a few pages in figures/docs/ (look at them).
+docs-check: $(STAMP) browser
+	$(BIN)/python scripts/docs_check.py --out figures/docs
 
 # Open the notebooks in JupyterLab, from the project's venv, on this machine only (127.0.0.1). The server's root is the
 # repository (so the notebooks' ../figures and ../results links work); the file browser opens at nbs/. Notebooks are
