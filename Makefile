@@ -147,7 +147,7 @@ study: $(STAMP)
 # `make open-questions [JOBS=2]`: the paper's open questions (nbs/study_open_questions.ipynb), through the sweep, each
 # keeping what is finished: on the probe (nine RandomStates) SIREN's biases at uniform phases, its sines replaced by
 # ReLUs, a continuous bias, no positions, the rotated span (and the diagonal span at the four RandomStates beyond the paper's five),
-# siren_2d at a learning rate of 3e-4 and, for its runs that stayed at chance or fell back, 12 epochs, and with its
+# siren_2d and six other encodings at a learning rate of 3e-4 and, for its runs that stayed at chance or fell back, 12 epochs, and with its
 # initial weights and its data from different RandomStates (scripts/cross_seeds.py); the omega_0 grid
 # fixed and learned, on the probe and on CIFAR-10 (study profile, the paper's five RandomStates). Then the notebook:
 # tables in results/open/, figures in figures/open/. About 9 CPU-hours from nothing.
@@ -159,7 +159,8 @@ open-questions: $(STAMP)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d_phase relu_2d relu_he_2d mlp_bias_2d none_2d --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments span_2d_cov span_2d_cov_threshold --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments span_2d span_2d_threshold --seeds 1 2 3 4 --jobs $(JOBS)
-	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d -p lr=0.0003 --results-dir results/open/lr3e-4 --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d rel_bias_2d relu_2d mlp_bias_2d learned_2d rope_2d \
+	  deberta_2d -p lr=0.0003 --results-dir results/open/lr3e-4 --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments siren_2d --seeds 3 4 361 833 -p epochs=12 \
 	  --results-dir results/open/epochs12 --jobs $(JOBS)
 	PYTHONPATH=. $(BIN)/python scripts/cross_seeds.py
