@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lab_check import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS, CheckFailed # the same browser as `make lab-check`
+from lab_check import CheckFailed, _browser # the same browser as `make lab-check`
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_URL = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['urls']['Documentation'].rstrip('/') + '/'
@@ -61,18 +61,9 @@ def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 
 
 def browser(tmp: Path):
-    "Headless Chromium (the flags of lab_check.py), keeping the console's messages."
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    binary = next((b for b in CHROMIUM if Path(b).exists()), None)
-    if binary is None or not Path(CHROMEDRIVER).exists():
-        raise CheckFailed('Chromium or chromedriver is missing: run `make browser`')
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = binary
-    for f in CHROMIUM_FLAGS + [f'--user-data-dir={tmp / "chromium-profile"}']: opts.add_argument(f)
-    opts.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, log_output=str(tmp / 'chromedriver.log')), options=opts)
-    driver.set_page_load_timeout(60); driver.set_script_timeout(60)
+    "Headless Chromium as `make lab-check` drives it, keeping the console's messages."
+    driver = _browser(tmp, console=True, timeout=60)
+    driver.set_script_timeout(60)
     return driver
 
 

@@ -121,8 +121,8 @@ class Lab:
         self.proc.wait(); self.log.close()
 
 
-def _browser(tmp: Path):
-    "Headless Chromium driven by Debian's chromedriver, with a fresh profile."
+def _browser(tmp: Path, console: bool = False, timeout: float = 120):
+    "Headless Chromium driven by Debian's chromedriver, with a fresh profile (and the console's messages if `console`)."
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
@@ -133,8 +133,9 @@ def _browser(tmp: Path):
     opts = webdriver.ChromeOptions()
     opts.binary_location = binary
     for f in CHROMIUM_FLAGS + [f'--user-data-dir={tmp / "chromium-profile"}']: opts.add_argument(f)
+    if console: opts.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER, log_output=str(tmp / 'chromedriver.log')), options=opts)
-    driver.set_page_load_timeout(120)
+    driver.set_page_load_timeout(timeout)
     return driver
 
 
