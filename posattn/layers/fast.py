@@ -9,8 +9,8 @@ __all__ = ['attend_tiled', 'FastOptions', 'current_fast_options', 'fast_options'
            'attend_fast']
 
 # %% ../../nbs/22_layers.fast.ipynb #d9a1f4bb
-import contextlib, contextvars, dataclasses, functools, itertools, math, threading
-from typing import NamedTuple, Sequence
+import contextlib, contextvars, dataclasses, enum, functools, itertools, math, threading
+from typing import Any, NamedTuple, Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -228,7 +228,15 @@ class _Halos(torch.autograd.Function):
 # %% ../../nbs/22_layers.fast.ipynb #3169af49
 _SCRATCH = threading.local()  # per thread: {(slot, dtype, device): a flat buffer}
 
-def _scratch(slot: int, shape, like: Tensor) -> Tensor:
+class _Slot(enum.IntEnum):
+    "The scratch buffers a chunk's transients live in, by what they hold (forward; backward)."
+    SCORES = 0   # recomputed raw scores, the weights over them; raw scores times dA
+    OFFSETS = 1  # R = q_v E^T; dR
+    WEIGHTS = 2  # the weights, when the raw scores are kept for the Gaussian
+    GRADS = 3    # dP, then dA in place
+
+def _scratch(slot: int, # a `_Slot` (tests use others)
+             shape, like: Tensor) -> Tensor:
     "A contiguous `shape` view of this thread's buffer `slot` for like's dtype and device, grown when too small."
     pool = _SCRATCH.__dict__.setdefault('pool', {})
     key, n = (slot, like.dtype, like.device), math.prod(shape)
@@ -255,13 +263,13 @@ def _skew(r: Tensor, # [..., T^n, C^n] scores of queries against a grid of offse
 
 def _unskew(da: Tensor, # [B, H, t, *T, *L] gradients at the keys
             T, C, L, base,
-            into: int | None = None # the scratch slot to write into (`_buffer`); None: a new tensor
+            slot: _Slot | None = None # the scratch slot to write into; None: a new tensor
            ) -> Tensor: # [B, H, t, T^n, C^n]
     "The adjoint of `_skew`: out[..., b, c] = da[..., b, c + b - base], zero where no key has that offset."
     n = len(T)
     if all(c >= l + t - 1 for t, c, l in zip(T, C, L)):  # the view does not overlap: scatter into zeros
         B, H, t = da.shape[:3]  # laid out [H, t, B, ...] for the per-tile products that follow
-        out = _buffer(into, (H, t, B, math.prod(T), math.prod(C)), da).zero_().permute(2, 0, 1, 3, 4)
+        out = _buffer(slot, (H, t, B, math.prod(T), math.prod(C)), da).zero_().permute(2, 0, 1, 3, 4)
         _skew(out, T, C, L, base).copy_(da)
         return out
     hi = [max(0, c + t - 2 - b - (l - 1)) for t, c, l, b in zip(T, C, L, base)]
@@ -270,6 +278,35 @@ def _unskew(da: Tensor, # [B, H, t, *T, *L] gradients at the keys
     out = da.as_strided((*da.shape[:-2 * n], *T, *C), (*da.stride()[:-2 * n], *(a + b for a, b in zip(st, sl)), *sl),
                         da.storage_offset())
     return out.reshape(*out.shape[:-2 * n], math.prod(T), math.prod(C))
+
+# %% ../../nbs/22_layers.fast.ipynb #1ef1ce91
+class _Geometry(NamedTuple):
+    "Where the skew reads, per dimension: queries per tile, offsets per tile's grid, keys per query's row, the grid's offset of key 0 from query 0."
+    tile: tuple[int, ...] # T
+    grid: tuple[int, ...] # C
+    keys: tuple[int, ...] # L
+    base: tuple[int, ...]
+
+class _Chunk(NamedTuple):
+    "The tensors of a call that its chunks are cut from, by name (None: a slot the call does not use); the same names hold their tile dimensions, what needs a gradient, and the gradients."
+    qu: Any    # (q + u) / sqrt(d_H) in tiles [B, H, tiles, T^n, d_H]
+    qv: Any    # (q + v) / sqrt(d_H) likewise
+    keys: Any  # halos [B, H, tiles, L^n, d_H] (window mode) or all keys [B, H, N, d_H] (dense mode)
+    vals: Any  # the values, as the keys
+    e: Any     # encodings of the grid of offsets: one grid [H, 1, d_H, C^n] or one per tile [H, tiles, d_H, C^n]
+    g: Any     # the Gaussian (or factor) per (query, key) pair: [T^n, L^n] for every tile, or per tile; per head [H, ...]
+    valid: Any # the mask per pair [tiles, T^n, L^n or N] (bool), or None
+    f: Any     # the key slot per pair [H, 1 or tiles, T^n, L^n or N, d_H]
+    b: Any     # the bias per pair, as g
+    ev: Any    # the value slot over the offsets [H, 1 or tiles, C^n, d_H]
+
+class _Tables(NamedTuple):
+    "What a mode prepares once per call for `_Chunks`."
+    x: _Chunk      # its tensors (queries to come)
+    dims: _Chunk   # the tile dimension of each (None: shared by the tiles)
+    geom: _Geometry
+    regrid: Any    # a function that rebuilds x.e for the backward pass (dense mode), or None: x.e is kept
+
 
 # %% ../../nbs/22_layers.fast.ipynb #9de17c45
 def _grid_rows(x: Tensor, grids: int) -> Tensor: # [H, grids, rows, c]
@@ -283,23 +320,23 @@ def _rows_back(y: Tensor, B: int, t: int, nq: int) -> Tensor: # [B, H, t, T^n, c
 
 def _offset_scores(qv: Tensor, # [B, H, t, T^n, d_H]
                    e: Tensor # one grid [H, 1, d_H, C^n] or one per tile [H, t, d_H, C^n]
-                  ) -> Tensor: # R [B, H, t, T^n, C^n], in scratch slot 1
+                  ) -> Tensor: # R [B, H, t, T^n, C^n], in scratch slot OFFSETS
     "R = q_v E^T: the chunk's queries against the encodings of their grid of offsets."
     B, H, t, nq, d = qv.shape
     grids = e.shape[1]  # per head, a product per grid (one per tile, or one for all) over its rows
-    r = _scratch(1, (H, grids, t * B * nq // grids, e.shape[-1]), qv)  # laid out [H, t, B, T^n, C^n]: e is never copied
+    r = _scratch(_Slot.OFFSETS, (H, grids, t * B * nq // grids, e.shape[-1]), qv)  # laid out [H, t, B, T^n, C^n]: e is never copied
     return _rows_back(torch.matmul(_grid_rows(qv, grids), e, out=r), B, t, nq)
 
-def _raw_scores(qu, qv, keys, e, geom, f=None,
-                into: int | None = None # the scratch slot for the scores; None: a tensor of their own
+def _raw_scores(qu, qv, keys, e, geom: _Geometry, f=None,
+                slot: _Slot | None = None # the scratch slot for the scores; None: a tensor of their own
                ) -> Tensor: # [B, H, t, T^n, L^n]
     "Content plus skewed positional scores (plus the key slot's, with `f`) of a chunk, already scaled by 1/sqrt(d_H)."
     T, C, L, base = geom
     B, H, t, nq, d = qu.shape
     if keys.dim() == 4:  # all keys, shared by the tiles
-        a = _buffer(into, (B, H, t, nq, keys.shape[2]), qu)
+        a = _buffer(slot, (B, H, t, nq, keys.shape[2]), qu)
         torch.matmul(qu.reshape(B, H, t * nq, d), keys.mT, out=a.view(B, H, t * nq, keys.shape[2]))
-    else: a = torch.matmul(qu, keys.mT, out=_buffer(into, (B, H, t, nq, keys.shape[3]), qu))  # halos [B, H, t, L^n, d]
+    else: a = torch.matmul(qu, keys.mT, out=_buffer(slot, (B, H, t, nq, keys.shape[3]), qu))  # halos [B, H, t, L^n, d]
     if qv is not None: a.view(B, H, t, *T, *L).add_(_skew(_offset_scores(qv, e), T, C, L, base))
     if f is not None: a.add_(_key_scores(keys, f))
     return a
@@ -334,121 +371,131 @@ def _weights(a: Tensor, g, b, valid,
     if exact and valid is not None: o.masked_fill_(~valid, float('-inf'))
     return torch.softmax(o, -1, out=o)  # every row has a valid key
 
-def _chunk_forward(qu, qv, keys, vals, e, g, valid, geom, f=None, b=None, ev=None,
-                   into: int | None = None, # the scratch slot for the weights; None when they are kept
-                   keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch slot 2
+def _chunk_forward(c: _Chunk, geom: _Geometry,
+                   slot: _Slot | None = None, # the scratch slot for the weights; None when they are kept
+                   keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch slot WEIGHTS
                    finite: bool = False, # every value is finite (checked once per call): the plain product is exact
                    exact: bool = False # mask by assignment (`_weights`)
                   ) -> tuple[Tensor, Tensor, Tensor | None]: # weights [B, H, t, T^n, L^n], out, raw scores or None
     "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
-    raw = _raw_scores(qu, qv, keys, e, geom, f, into)
-    p = _weights(raw, g, b, valid, _scratch(2, raw.shape, raw) if keep_raw else None, exact)
+    raw = _raw_scores(c.qu, c.qv, c.keys, c.e, geom, c.f, slot)
+    p = _weights(raw, c.g, c.b, c.valid, _scratch(_Slot.WEIGHTS, raw.shape, raw) if keep_raw else None, exact)
     raw = raw if keep_raw else None
-    B, H, t, nq, d = qu.shape
-    inside = None if finite else valid
-    if keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
+    B, H, t, nq, d = c.qu.shape
+    inside = None if finite else c.valid
+    if c.keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
         inside = None if inside is None else inside.reshape(t * nq, -1)
-        out = weighted_sum(p.view(B, H, t * nq, p.shape[-1]), vals, inside, _narrow).reshape(B, H, t, nq, d)
-    else: out = weighted_sum(p, vals, inside, _narrow)
-    return p, out if ev is None else out + _value_term(p, ev, geom), raw
+        out = weighted_sum(p.view(B, H, t * nq, p.shape[-1]), c.vals, inside, _narrow).reshape(B, H, t, nq, d)
+    else: out = weighted_sum(p, c.vals, inside, _narrow)
+    return p, out if c.ev is None else out + _value_term(p, c.ev, geom), raw
 
 # %% ../../nbs/22_layers.fast.ipynb #36f9b805
-def _chunk_backward(dout, qu, qv, keys, vals, e, g, p, out, geom, need_dg: bool, f=None, b=None, ev=None, need_db: bool = True, raw=None,
-                    into: tuple[Tensor, Tensor] | None = None # dense mode: sums [B, H, d_H, N] of the keys' and values' gradients
-                   ):
-    "Gradients of `_chunk_forward` for (qu, qv, keys, vals, e, g), then (f, b, ev), from the softmax weights `p`, the output (and the raw scores, if at hand); dense mode adds keys' and values' to `into`."
+def _chunk_backward(dout: Tensor, c: _Chunk, p: Tensor, out: Tensor, geom: _Geometry,
+                    need: _Chunk, # whether each input needs a gradient (the Gaussian's and the bias's are skipped if not)
+                    raw: Tensor | None = None, # the raw scores, if at hand
+                    sums: tuple[Tensor, Tensor] | None = None # dense mode: running sums [B, H, d_H, N] of the keys' and the values' gradients
+                   ) -> _Chunk: # the gradients, by name; dense mode's keys and values are added to `sums` instead
+    "Gradients of `_chunk_forward` from the softmax weights `p` and the output."
     T, C, L, base = geom
-    B, H, t, nq, d = qu.shape
-    shared = keys.dim() == 4
+    B, H, t, nq, d = c.qu.shape
+    shared = c.keys.dim() == 4
     flat = lambda x: x.reshape(B, H, t * nq, x.shape[-1])
-    dp = _scratch(3, p.shape, p)
-    if shared: torch.matmul(flat(dout), vals.mT, out=flat(dp)); _add_narrow(into[1], flat(p).mT, flat(dout)); dvals = None
-    else: torch.matmul(dout, vals.mT, out=dp); dvals = _narrow(p.mT, dout)
+    dp = _scratch(_Slot.GRADS, p.shape, p)
+    if shared: torch.matmul(flat(dout), c.vals.mT, out=flat(dp)); _add_narrow(sums[1], flat(p).mT, flat(dout)); dvals = None
+    else: torch.matmul(dout, c.vals.mT, out=dp); dvals = _narrow(p.mT, dout)
     dev = None
-    if ev is not None:
-        dpv, dev = _value_grads(dout, p, ev, geom)
+    if c.ev is not None:
+        dpv, dev = _value_grads(dout, p, c.ev, geom)
         dp.view(B, H, t, *T, *L).add_(dpv)
     da = dp.sub_((dout * out).sum(-1, keepdim=True)).mul_(p)  # softmax backward
-    db = da.sum_to_size(b.shape) if b is not None and need_db else None
+    db = da.sum_to_size(c.b.shape) if c.b is not None and need.b else None
     dg = None
-    if g is not None:
-        if need_dg:  # raw * da in scratch slot 0, which holds the raw scores when they were recomputed
-            if raw is None: raw = _raw_scores(qu, qv, keys, e, geom, f, 0)
-            dg = torch.mul(raw, da, out=_scratch(0, da.shape, da)).sum_to_size(g.shape)
-        da.mul_(g)
-    if shared: dqu, dkeys = _narrow(flat(da), keys).reshape(qu.shape), None; _add_narrow(into[0], flat(da).transpose(-2, -1), flat(qu))
-    else: dqu, dkeys = _narrow(da, keys), _narrow(da.transpose(-2, -1), qu)
+    if c.g is not None:
+        if need.g:  # raw * da in scratch slot SCORES, which holds the raw scores when they were recomputed
+            if raw is None: raw = _raw_scores(c.qu, c.qv, c.keys, c.e, geom, c.f, _Slot.SCORES)
+            dg = torch.mul(raw, da, out=_scratch(_Slot.SCORES, da.shape, da)).sum_to_size(c.g.shape)
+        da.mul_(c.g)
+    if shared: dqu, dkeys = _narrow(flat(da), c.keys).reshape(c.qu.shape), None; _add_narrow(sums[0], flat(da).transpose(-2, -1), flat(c.qu))
+    else: dqu, dkeys = _narrow(da, c.keys), _narrow(da.transpose(-2, -1), c.qu)
     df = None
-    if f is not None:
-        dkf, df = _key_grads(da, keys, f)
-        if shared: into[0].mT.add_(dkf)
+    if c.f is not None:
+        dkf, df = _key_grads(da, c.keys, c.f)
+        if shared: sums[0].mT.add_(dkf)
         else: dkeys = dkeys + dkf
     dqv = de = None
-    if qv is not None:
-        dr = _unskew(da.view(B, H, t, *T, *L), T, C, L, base, 1)  # [B, H, t, T^n, C^n]
-        if e.shape[1] == 1 and dr.is_contiguous():  # one grid, dr laid out [B, H, ...]: one product over all rows
-            dqv = _narrow(flat(dr), e[:, 0].mT).view(qv.shape)
-            de = torch.einsum('bhqd,bhqc->hdc', flat(qv), flat(dr))[:, None]
-        else:  # dr laid out [H, t, B, T^n, C^n]: per head, a product per grid (one per tile, or one for all) over its rows
-            rows = _grid_rows(dr, e.shape[1])  # a view: no copy of the scores
-            dqv = _rows_back(_narrow(rows, e.mT), B, t, nq)
-            de = _grid_rows(qv, e.shape[1]).mT @ rows
-    return dqu, dqv, dkeys, dvals, de, dg, df, db, dev
+    if c.qv is not None:
+        dqv, de = _offset_grads(da.view(B, H, t, *T, *L), c.qv, c.e, geom)
+    return _Chunk(dqu, dqv, dkeys, dvals, de, dg, None, df, db, dev)
+
+def _offset_grads(da: Tensor, qv: Tensor, e: Tensor, geom: _Geometry) -> tuple[Tensor, Tensor]:
+    "Gradients of R = q_v E^T, skewed into place, for q_v and E, from the scores' gradient `da` [B, H, t, *T, *L]."
+    B, H, t, nq, _ = qv.shape
+    flat = lambda x: x.reshape(B, H, t * nq, x.shape[-1])
+    dr = _unskew(da, *geom, _Slot.OFFSETS)  # [B, H, t, T^n, C^n]
+    if e.shape[1] == 1 and dr.is_contiguous():  # one grid, dr laid out [B, H, ...]: one product over all rows
+        return _narrow(flat(dr), e[:, 0].mT).view(qv.shape), torch.einsum('bhqd,bhqc->hdc', flat(qv), flat(dr))[:, None]
+    rows = _grid_rows(dr, e.shape[1])  # laid out [H, t, B, T^n, C^n]: per head, a product per grid over its rows, a view
+    return _rows_back(_narrow(rows, e.mT), B, t, nq), _grid_rows(qv, e.shape[1]).mT @ rows
+
 
 # %% ../../nbs/22_layers.fast.ipynb #7f9c3b10
-def _chunk_slices(xs: Sequence, dims: Sequence, step: int, tiles: int):
-    "Per run of `step` tiles: its first tile, its length and the slices of `xs` along their tile dimension (None: shared)."
+def _chunk_slices(x: _Chunk, dims: _Chunk, step: int, tiles: int):
+    "Per run of `step` tiles: its first tile, its length and the slices of `x` along their tile dimension (None: shared)."
     for s in range(0, tiles, step):
         n = min(step, tiles - s)
-        yield s, n, [x if x is None or d is None else x.narrow(d, s, n) for x, d in zip(xs, dims)]
+        yield s, n, _Chunk(*(a if a is None or d is None else a.narrow(d, s, n) for a, d in zip(x, dims)))
 
 
 # %% ../../nbs/22_layers.fast.ipynb #ecd796e9
 class _Chunks(torch.autograd.Function):
     "Attention of all tiles, `step` at a time; each chunk's weights (with a Gaussian to learn: its raw scores) are kept, or recomputed (`recompute`)."
     @staticmethod
-    def forward(ctx, qu, qv, keys, vals, e, g, valid, f, b, ev, # the call's tensors, [B, H, tiles, T^n, d_H] for qu and qv
-                geom, step: int, dims: tuple, # the tile dimension of each of keys .. ev (None: shared by the tiles)
-                recompute: bool = False, finite: bool = False, exact: bool = False,
-                regrid=None): # a function that rebuilds e: e is then rebuilt for the backward pass instead of kept
+    def forward(ctx, *args): # the fields of a `_Chunk` (autograd sees each tensor), then the rest of `_Chunks.run`'s arguments
+        x, (geom, step, dims, recompute, finite, exact, regrid) = _Chunk(*args[:10]), args[10:]
         keep_raw = not recompute and ctx.needs_input_grad[5]  # the Gaussian's gradient needs the raw scores
-        ctx.geom, ctx.step, ctx.dims, ctx.exact, ctx.kept, outs = geom, step, (2, 2, *dims), exact, [], []
-        for _, _, (q1, v1, k1, x1, e1, g1, m1, f1, b1, ev1) in _chunk_slices(
-                (qu, qv, keys, vals, e, g, valid, f, b, ev), ctx.dims, step, qu.shape[2]):
-            p, out, raw = _chunk_forward(q1, v1, k1, x1, e1, g1, m1, geom, f1, b1, ev1, 0 if recompute else None,
-                                         keep_raw, finite, exact)
+        ctx.geom, ctx.step, ctx.dims, ctx.exact, ctx.kept, outs = geom, step, dims, exact, [], []
+        for _, _, c in _chunk_slices(x, dims, step, x.qu.shape[2]):
+            p, out, raw = _chunk_forward(c, geom, _Slot.SCORES if recompute else None, keep_raw, finite, exact)
             outs.append(out); ctx.kept.append(None if recompute else (None if keep_raw else p, raw))  # p: rebuilt from raw
         out = torch.cat(outs, 2)
         ctx.regrid = regrid
-        ctx.save_for_backward(qu, qv, keys, vals, None if regrid else e, g, valid, f, b, ev, out)
+        ctx.save_for_backward(*x._replace(e=None if regrid else x.e), out)
         return out
 
     @staticmethod
     @once_differentiable  # under no_grad: it writes with out= and in place; a second derivative is refused
     def backward(ctx, dout):
-        *xs, out = ctx.saved_tensors
-        if ctx.regrid: xs[4] = ctx.regrid()
-        need, geom, dims = ctx.needs_input_grad, ctx.geom, ctx.dims
+        *saved, out = ctx.saved_tensors
+        x, need, dims, geom = _Chunk(*saved), _Chunk(*ctx.needs_input_grad[:10]), ctx.dims, ctx.geom
+        if ctx.regrid: x = x._replace(e=ctx.regrid())
         sums = None  # dense mode: every chunk adds to the gradients of all keys and values, summed transposed
-        if dims[2] is None: sums = tuple(xs[2].new_zeros(*xs[2].shape[:2], xs[2].shape[3], xs[2].shape[2]) for _ in range(2))
-        grads = [None if x is None or i == 6 or not need[i] or (sums and i in (2, 3)) else
-                 torch.zeros_like(x) if dims[i] is None else torch.empty_like(x)
-                 for i, x in enumerate(xs)]  # a slice per chunk, or (shared) a sum over the chunks
-        for (s, n, (q1, v1, k1, x1, e1, g1, m1, f1, b1, ev1, o1, d1)), kept in zip(
-                _chunk_slices((*xs, out, dout), (*dims, 2, 2), ctx.step, out.shape[2]), ctx.kept):
+        if dims.keys is None: sums = tuple(x.keys.new_zeros(*x.keys.shape[:2], x.keys.shape[3], x.keys.shape[2]) for _ in range(2))
+        grads = _Chunk(*(None if a is None or name == 'valid' or not need[i] or (sums and name in ('keys', 'vals')) else
+                         torch.zeros_like(a) if dims[i] is None else torch.empty_like(a)
+                         for i, (name, a) in enumerate(zip(_Chunk._fields, x))))  # a slice per chunk, or (shared) a sum over the chunks
+        for (s, n, c), kept in zip(_chunk_slices(x, dims, ctx.step, out.shape[2]), ctx.kept):
+            o1, d1 = out.narrow(2, s, n), dout.narrow(2, s, n)
             p, raw = kept or (None, None)
             if p is None:  # the same operations on the same inputs: the weights the forward pass had, bit for bit
-                if raw is None: raw = _raw_scores(q1, v1, k1, e1, geom, f1, 0)
-                p = _weights(raw, g1, b1, m1, _scratch(2, raw.shape, raw) if need[5] else None, ctx.exact)  # need[5]: raw for dg
-                raw = raw if need[5] else None
-            parts = _chunk_backward(d1, q1, v1, k1, x1, e1, g1, p, o1, geom, need_dg=need[5], f=f1, b=b1, ev=ev1,
-                                    need_db=need[8], raw=raw, into=sums)
-            for i, part in zip((0, 1, 2, 3, 4, 5, 7, 8, 9), parts):
-                if grads[i] is None: continue
-                if dims[i] is None: grads[i].add_(part)
-                else: grads[i].narrow(dims[i], s, n).copy_(part)
-        if sums: grads[2:4] = (s.mT if need[i] else None for i, s in zip((2, 3), sums))
+                if raw is None: raw = _raw_scores(c.qu, c.qv, c.keys, c.e, geom, c.f, _Slot.SCORES)
+                p = _weights(raw, c.g, c.b, c.valid, _scratch(_Slot.WEIGHTS, raw.shape, raw) if need.g else None, ctx.exact)
+                raw = raw if need.g else None  # the raw scores, for the Gaussian's gradient
+            for acc, part, dim in zip(grads, _chunk_backward(d1, c, p, o1, geom, need, raw, sums), dims):
+                if acc is None: continue
+                if dim is None: acc.add_(part)
+                else: acc.narrow(dim, s, n).copy_(part)
+        if sums: grads = grads._replace(keys=sums[0].mT if need.keys else None, vals=sums[1].mT if need.vals else None)
         return *grads, None, None, None, None, None, None, None
+
+    @staticmethod
+    def run(x: _Chunk, geom: _Geometry, step: int, # tiles per chunk
+            dims: _Chunk, # the tile dimension of each tensor of `x` (None: shared by the tiles)
+            recompute: bool = False, finite: bool = False, exact: bool = False,
+            regrid=None # a function that rebuilds x.e: it is then rebuilt for the backward pass instead of kept
+           ) -> Tensor: # [B, H, tiles, T^n, d_H]
+        "The attention output of every tile of `x`, through one autograd node."
+        return _Chunks.apply(*x, geom, step, dims, recompute, finite, exact, regrid)
+
 
 # %% ../../nbs/22_layers.fast.ipynb #d6f75bcb
 def _key_scores(kb: Tensor, # halos [B, H, t, L^n, d_H] or all keys [B, H, N, d_H]
@@ -550,8 +597,8 @@ def _pair_table(fn, offsets: Tensor, nq: int) -> Tensor | None: # [T^n, L^n] or 
 
 _window_layout = functools.lru_cache(maxsize=64)(_window_geometry)  # shapes in, constants out: once per (S, W, plan, device)
 
-def _window_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTerms = PositionTerms(), scale: float = 1.):
-    "`_Chunks`' tables in window mode: halos, the window's encodings and pair tables, the masks (and the other slots); tile dimensions; geometry; None (nothing to rebuild)."
+def _window_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTerms = PositionTerms(), scale: float = 1.) -> _Tables:
+    "`_Chunks`' tables in window mode: halos, the window's encodings and pair tables (one for every tile), the masks per tile."
     dev, (B, H, N, d) = k.device, k.shape
     tiled = [t < s for t, s in zip(plan.tile, S)]
     C = tuple(2 * h + 1 if c else 2 * s - 1 for c, h, s in zip(tiled, plan.reach, S))  # offsets per query
@@ -564,8 +611,8 @@ def _window_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTe
     g, b = _pair_table(gaussian, offsets, nq), _pair_table(terms.bias, offsets, nq)  # every tile
     f = None
     if terms.key: f = (terms.key(offsets).reshape(nq, -1, H, d) * scale).permute(2, 0, 1, 3)[:, None]  # [H, 1, T^n, L^n, d]
-    tables = (_Halos.apply(k, S, plan), _Halos.apply(value, S, plan), e, g, valid, f, b, ev)
-    return tables, (2, 2, None, None, 0, None, None, None), (plan.tile, C, plan.halo, base), None
+    x = _Chunk(None, None, _Halos.apply(k, S, plan), _Halos.apply(value, S, plan), e, g, valid, f, b, ev)
+    return _Tables(x, _Chunk(2, 2, 2, 2, None, None, 0, None, None, None), _Geometry(plan.tile, C, plan.halo, base), None)
 
 # %% ../../nbs/22_layers.fast.ipynb #19c8701f
 @functools.lru_cache(maxsize=64)  # shapes in, constants out: once per (S, W, plan, device)
@@ -579,8 +626,8 @@ def _dense_layout(S: tuple, W: tuple, plan: FastPlan, device) -> tuple[Tensor, T
     inside = _tile_grids((offsets.abs() <= torch.tensor(W, device=device) // 2).all(-1), S, plan)
     return offsets, idx, inside[:, idx] | _padded_rows(S, plan, device)[:, :, None]
 
-def _dense_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTerms = PositionTerms(), scale: float = 1.):
-    "`_Chunks`' tables in dense mode: all keys, per-tile encodings and pair tables, the masks (and the other slots); tile dimensions; geometry; a function that rebuilds the encodings."
+def _dense_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTerms = PositionTerms(), scale: float = 1.) -> _Tables:
+    "`_Chunks`' tables in dense mode: all keys, per-tile encodings and pair tables, the masks per tile, and how to rebuild the encodings."
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
     offsets, idx, mask = _dense_layout(tuple(S), tuple(W), plan, k.device)
     k, value = k.contiguous(), value.contiguous()  # every chunk's products read them: one copy here, not one per product
@@ -594,8 +641,8 @@ def _dense_tables(k, value, S, W, plan, nq, encode, gaussian, terms: PositionTer
     f = None if fk is None else fk[..., idx].permute(1, 0, 3, 4, 2) * scale  # [H, tiles, T^n, N, d_H]
     g, b = pairs(cut(gaussian)), pairs(cut(terms.bias))
     tile_dim = lambda x: None if x is None else x.dim() - 3
-    return ((k, value, e, g, mask, f, b, ev), (None, None, 1, tile_dim(g), 0, 1, tile_dim(b), 1), (plan.tile, C, S, base),
-            None if full is None else lambda: grids(full.detach()))
+    return _Tables(_Chunk(None, None, k, value, e, g, mask, f, b, ev), _Chunk(2, 2, None, None, 1, tile_dim(g), 0, 1, tile_dim(b), 1),
+                   _Geometry(plan.tile, C, S, base), None if full is None else lambda: grids(full.detach()))
 
 
 # %% ../../nbs/22_layers.fast.ipynb #4989fccf
@@ -625,15 +672,15 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     per_score = max(B, d) if t.key is not None and plan.mode == 'dense' else B  # dense F costs d_H per score
     opts, cpu = current_fast_options(), q.device.type == 'cpu'
     step = max(1, (opts.budget if cpu else opts.gpu_budget) // max(1, per_score * H * nq * keys))  # tiles per chunk (all of them for an empty batch)
-    tables, dims, geom, regrid = (_window_tables if plan.mode == 'window' else _dense_tables)(k, value, S, W, plan, nq, t.query,
-                                                                                     t.factor, t, scale)
+    tables = (_window_tables if plan.mode == 'window' else _dense_tables)(k, value, S, W, plan, nq, t.query, t.factor, t, scale)
     qv = None if t.query is None else _query_tiles((q if v is None else q + v[:, None]) * scale, S, plan)
+    x = tables.x._replace(qu=qu, qv=qv)
     keep = opts.keep_bytes if cpu else opts.gpu_keep_bytes
     recompute = opts.recompute if opts.recompute is not None else B * H * qu.shape[2] * nq * keys * q.element_size() > keep
-    masked = tables[4] is not None  # only a mask needs weighted_sum's exact path for non-finite values
+    masked = x.valid is not None  # only a mask needs weighted_sum's exact path for non-finite values
     read = may_read(q)  # else (a GPU) no value is read back: the safe paths from the start
     finite = not masked or (read and bool(_sum(value).isfinite()))  # checked once per call, not per chunk
-    run = lambda exact: _Chunks.apply(qu, qv, *tables, geom, step, dims, recompute, finite, exact, regrid)
+    run = lambda exact: _Chunks.run(x, tables.geom, step, tables.dims, recompute, finite, exact, tables.regrid)
     out = run(masked and not read)
     if masked and read and bool(_sum(out).isnan()): out = run(True)  # a NaN or +inf score outside a window made its row NaN
     return _untile(out, S, plan)
