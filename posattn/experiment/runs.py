@@ -7,16 +7,16 @@ Docs: https://posattn.github.io/posattn/experiment.runs.html.md"""
 # %% auto #0
 __all__ = ['W0_GRID', 'TREATMENTS', 'PAPER_TREATMENTS', 'SEEDS', 'STUDY_SEEDS', 'PROFILE_SEEDS', 'PROFILES', 'OFFLINE_CIFAR',
            'NOT_IDENTITY', 'NOT_RECORDED', 'LOCK_HOLDER_ENV', 'project_root', 'atomic_save', 'atomic_write_text',
-           'code_version', 'check_treatment', 'treatment_attention', 'treatments_markdown', 'make_classifier',
-           'profile_seeds', 'run_paths', 'is_finished', 'load_results', 'RunRefused', 'identity', 'record_config',
-           'config_diff', 'mismatch_message', 'say', 'BadResult', 'read_result', 'set_aside', 'check_outputs',
-           'RunLocked', 'lock_holder', 'run_lock', 'clean_tmp']
+           'code_version', 'check_treatment', 'treatment_attention', 'markdown_table', 'treatments_markdown',
+           'make_classifier', 'profile_seeds', 'run_paths', 'is_finished', 'load_results', 'RunRefused', 'identity',
+           'record_config', 'config_diff', 'mismatch_message', 'say', 'BadResult', 'read_result', 'set_aside',
+           'check_outputs', 'RunLocked', 'lock_holder', 'run_lock', 'clean_tmp']
 
 # %% ../../nbs/40_experiment.runs.ipynb #cc202dbb
 import errno, fcntl, glob, hashlib, json, os, re, shutil, socket, subprocess, sys, tempfile, textwrap, time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 import torch
 from ..core.checks import did_you_mean
 from ..model.classifier import Classifier
@@ -123,13 +123,16 @@ def treatment_attention(treatment: str) -> str:
     return check_treatment(treatment).get('attention', 'positional')
 
 # %% ../../nbs/40_experiment.runs.ipynb #22bb06d4
+def markdown_table(head: Sequence, rows: Iterable[Sequence]) -> str:
+    "A Markdown table: the header, the separator, one line per row; cells as `str` gives them. Every table of the experiment side is written here."
+    line = lambda cells: '| ' + ' | '.join(map(str, cells)) + ' |'
+    return '\n'.join([line(head), '|' + '---|' * len(head)] + [line(r) for r in rows])
+
 def treatments_markdown() -> str:
     "TREATMENTS as a markdown table."
-    rows = ["| treatment | attention | dims | options |", "|---|---|---|---|"]
-    for t, o in TREATMENTS.items():
-        rest = ', '.join(f'{k}={v}' for k, v in o.items() if k not in ('attention', 'dims'))
-        rows.append(f"| `{t}` | {treatment_attention(t)} | {o['dims']} | {rest} |")
-    return "\n".join(rows)
+    rest = lambda o: ', '.join(f'{k}={v}' for k, v in o.items() if k not in ('attention', 'dims'))
+    return markdown_table(['treatment', 'attention', 'dims', 'options'],
+                          ([f'`{t}`', treatment_attention(t), o['dims'], rest(o)] for t, o in TREATMENTS.items()))
 
 # %% ../../nbs/40_experiment.runs.ipynb #7b4e6fc8
 def make_classifier(treatment: str, # a key of TREATMENTS

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats as _st
 from pathlib import Path
 from ..core.checks import check_choice, check_int
-from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, treatment_attention
+from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, markdown_table, treatment_attention
 
 # %% ../../nbs/44_experiment.stats.ipynb #1eea240a
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -251,8 +251,7 @@ def _cell(k, v, markdown: bool) -> str:
 def to_markdown(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
     "A Markdown table of `rows`."
     cols = list(columns or rows[0].keys())
-    lines = ['| ' + ' | '.join(cols) + ' |', '|' + '---|' * len(cols)]
-    return '\n'.join(lines + ['| ' + ' | '.join(_cell(c, r.get(c, ''), True) for c in cols) + ' |' for r in rows]) + '\n'
+    return markdown_table(cols, ([_cell(c, r.get(c, ''), True) for c in cols] for r in rows)) + '\n'
 
 def write_table(rows: Sequence[dict], stem: Path, # written as stem.md and stem.csv
                 title: str = '') -> tuple[Path, Path]:
