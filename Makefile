@@ -49,8 +49,8 @@ $(STAMP):
 	@mkdir -p $(VENV)/etc/jupyter && echo '{"KernelManager": {"transport_encryption": "auto"}}' \
 	  > $(VENV)/etc/jupyter/jupyter_config.json
 	@# JupyterLab opens without asking to fetch news or check for updates (a reader's first screen is the notebook).
-	@mkdir -p $(VENV)/share/jupyter/lab/settings && echo '{"@jupyterlab/apputils-extension:notification": \
-	  {"fetchNews": "false", "checkForUpdates": false}}' > $(VENV)/share/jupyter/lab/settings/overrides.json
+	@mkdir -p $(VENV)/share/jupyter/lab/settings && $(BIN)/python -c "import json, sys; json.dump({'@jupyterlab/apputils-extension:notification': \
+	  {'fetchNews': 'false', 'checkForUpdates': False}}, open(sys.prefix + '/share/jupyter/lab/settings/overrides.json', 'w'))"
 	@rm -f $(VENV)/.installed-*; touch $@
 
 # The main job on the embedded default data: the span_2d_threshold treatment on scikit-learn's digits (8x8), through
@@ -221,12 +221,12 @@ docs-check: $(STAMP) browser
 	$(BIN)/python scripts/docs_check.py --out figures/docs
 
 # Open the notebooks in JupyterLab, from the project's venv, on this machine only (127.0.0.1). The server's root is the
-# repository (so the notebooks' ../figures and ../results links work); the file browser opens at nbs/. Notebooks are
-# cleaned as they are saved (nbdev's pre-save hook, `jupyter_hooks` in pyproject.toml), so a save passes `make test`'s
-# sync check. As root (a container) JupyterLab needs --allow-root.
+# repository (so the notebooks' ../figures and ../results links work); the file browser opens at nbs/. A notebook is
+# saved without its outputs, then cleaned as nbdev-clean would (posattn.kernel.save_without_outputs, nbs/98_kernel.ipynb),
+# so a save passes `make test`'s sync check. As root (a container) JupyterLab needs --allow-root.
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=. \
-	  --LabApp.default_url=/lab/tree/nbs --ContentsManager.pre_save_hook=nbdev.clean.clean_jupyter \
+	  --LabApp.default_url=/lab/tree/nbs --ContentsManager.pre_save_hook=posattn.kernel.save_without_outputs \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Debian's headless Chromium and its WebDriver, for `make lab-check` (installed once, with apt-get, when missing).

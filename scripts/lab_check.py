@@ -101,10 +101,17 @@ class Lab:
                 raise CheckFailed(f'JupyterLab exited with {self.proc.returncode} while starting:\n{self.log_tail()}')
             try:
                 with urllib.request.urlopen(f'{self.url}/api/status?token={self.token}', timeout=2) as r:
-                    if r.status == 200: return self
+                    if r.status == 200: return self._settings_loaded()
             except OSError: pass
             time.sleep(0.5)
         raise CheckFailed(f'JupyterLab did not answer on {self.url} within 120 s:\n{self.log_tail()}')
+
+    def _settings_loaded(self):
+        "Fail when JupyterLab could not read the venv's settings overrides (make setup writes them)."
+        bad = [l for l in self.log_tail(200).splitlines() if 'Failed loading overrides' in l]
+        if bad: raise CheckFailed(f'JupyterLab ignored the settings overrides of {self.venv}/share/jupyter/lab/settings: '
+                                  f'{bad[0].strip()} (run `make setup` again)')
+        return self
 
     def log_tail(self, n: int = 30) -> str:
         self.log.flush()
