@@ -26,11 +26,14 @@ def check_choice(name: str, # the argument's name, as the caller spells it
     if not ok: raise ValueError(f"{name}={value!r} is not one of {tuple(options)}{did_you_mean(value, options)}")
 
 # %% ../../nbs/04_core.checks.ipynb #8a97eb77
-def check_int(name: str, value, low: int = 1) -> int:
-    "`value` as an int if it is an integer (Python or NumPy; not a bool) of at least `low`; else a ValueError."
+def check_int(name: str, value, low: int = 1,
+              none: bool = False # accept None too, and return it
+             ) -> int | None:
+    "`value` as an int if it is an integer (Python or NumPy; not a bool) of at least `low`, None if allowed; else a ValueError."
+    if none and value is None: return None
     if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
         what = 'a positive integer' if low == 1 else f'an integer >= {low}'
-        raise ValueError(f"{name}={value!r} must be {what}")
+        raise ValueError(f"{name}={value!r} must be {what}" + (" or None" if none else ""))
     return int(value)
 
 # %% ../../nbs/04_core.checks.ipynb #ff7aef01

@@ -22,13 +22,14 @@ from torch import Tensor
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 from ..core.attention import MultiHeadSelfAttention, merge_heads
+from ..core.checks import check_choice, check_int
 from .runs import TREATMENTS, atomic_write_text, code_version, make_classifier, markdown_table, treatment_attention
 from .report import learned_sizes, learned_windows
 from ..model.classifier import Classifier
 from .runner import resolve_device
 from .train import keep_freed_memory
 from ..layers.block import VERSIONS, PositionalSelfAttention
-from ..core.geometry import relative_size
+from ..core.geometry import check_structure_size, relative_size
 from ..core.span import span_size as _span_size
 from ..encodings.catalogue import PAPER_ENCODINGS, RELATIVE_ENCODINGS
 
@@ -157,21 +158,20 @@ def _child():
     print(json.dumps(_run_train(case) if case.get('kind') == 'train' else _run(case)), flush=True)
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #b31ea9fc
-def _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe='siren', span='gaussian'):
-    versions = (*VERSIONS, 'sdpa')
-    if version not in versions: raise ValueError(f"version={version!r} is not one of {versions}")
-    if pe not in RELATIVE_ENCODINGS: raise ValueError(f"pe={pe!r} is not one of {RELATIVE_ENCODINGS}")
+def _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe='siren', span='gaussian') -> tuple:
+    "(structure_size as a list, batch, d, heads, repeats as ints); a ValueError names any argument of `measure` refused."
+    check_choice('version', version, (*VERSIONS, 'sdpa'))
+    check_choice('pe', pe, RELATIVE_ENCODINGS)
     if version in ('v2', 'v3') and pe not in PAPER_ENCODINGS:
         raise ValueError(f"version={version!r} takes the paper's encodings only {PAPER_ENCODINGS}, not pe={pe!r}")
-    if span not in ('gaussian', 'off'): raise ValueError(f"span={span!r} is not one of ('gaussian', 'off')")
+    check_choice('span', span, ('gaussian', 'off'))
     if span == 'off' and span_size is not None:
         raise ValueError(f"span='off' with span_size={span_size}: a window is cut from the Gaussian span")
-    if not (structure_size and all(isinstance(s, int) and s >= 1 for s in structure_size)):
-        raise ValueError(f"structure_size={structure_size!r} must be a non-empty list of positive integers")
-    for name, value in dict(batch=batch, d=d, heads=heads, repeats=repeats).items():
-        if not (isinstance(value, int) and value >= 1): raise ValueError(f"{name}={value!r} must be a positive integer")
+    S = list(check_structure_size(structure_size))
+    counts = [check_int(name, value) for name, value in dict(batch=batch, d=d, heads=heads, repeats=repeats).items()]
     if d % heads: raise ValueError(f"d={d} must be divisible by heads={heads}")
-    if span_size is not None: sigma_for_span(span_size, structure_size)  # raises on an unreachable window
+    if span_size is not None: sigma_for_span(span_size, S)  # raises on an unreachable window
+    return S, *counts
 
 def _real_span(structure_size, span_size) -> list[int]:
     "The SpanSize the measured layer uses: Algorithm 6 on the sigma from `sigma_for_span` (RelativeSize if None)."
@@ -205,9 +205,8 @@ def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
             span: str = 'gaussian' # 'off': no Gaussian (full span only)
            ) -> dict:
     "Time and peak memory of forward + backward of one attention layer, measured in a fresh subprocess."
-    structure_size = list(structure_size)
     span_size = None if span_size is None else list(span_size)
-    _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe, span)
+    structure_size, batch, d, heads, repeats = _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe, span)
     dev = str(resolve_device(device))
     real = _real_span(structure_size, span_size)
     case = dict(version=version, structure_size=structure_size, span_size=span_size, batch=batch, d=d, heads=heads,
@@ -348,7 +347,7 @@ def target_line(rows: dict, # `summary_rows`
                ) -> str:
     "One target as a line: the measured ratio of a over b, the limit, and met or NOT met."
     (a, b), field, limit, strict = target['ratio'], target['field'], target['limit'], target.get('strict', False)
-    if field not in _FIELDS: raise ValueError(f"field={field!r} is not one of {tuple(_FIELDS)}")
+    check_choice('field', field, _FIELDS)
     S, batch, w = target['structure'], target['batch'], target.get('window')
     keys = [k for k in rows if k[:2] == (S, batch) and (w is None or k[2] == w)]
     found = [r for k in keys for r in [_ratio(_ok(rows[k].get(a), field), _ok(rows[k].get(b), field))] if r is not None]
@@ -445,14 +444,11 @@ TRAIN_FLOOR = 'sdpa'  # every attention is SdpaAttention
 TRAIN_PLAIN = 'none'  # the paper's block without encoding and span
 TRAIN_MODELS = (TRAIN_FLOOR, TRAIN_PLAIN, *TREATMENTS)  # what a training case can measure
 
-def _check_model(model: str):
-    if model not in TRAIN_MODELS: raise ValueError(f"treatment={model!r} is not one of {TRAIN_MODELS}")
-
 def train_structure(treatment: str, # a key of TRAIN_MODELS
                     side: int # pixels per image side
                    ) -> tuple[int, ...]: # S: (side, side) in 2-D, (side * side,) in 1-D
     "The structure size `treatment` sees on `side x side` images."
-    _check_model(treatment)
+    check_choice('treatment', treatment, TRAIN_MODELS)
     dims = TREATMENTS[treatment]['dims'] if treatment in TREATMENTS else 2
     return (side, side) if dims == 2 else (side * side,)
 
@@ -550,13 +546,11 @@ def measure_train(treatment: str, # a key of TRAIN_MODELS: 'sdpa' (the floor), '
                   mem_limit_gb: float = 16, # the subprocess may not grow by more than this
                   timeout_s: float = 3600) -> dict:
     "Time and peak memory of one training step (forward, backward, Adam) of a whole classifier, in a fresh subprocess."
-    _check_model(treatment)
-    for name, value in dict(side=side, batch=batch, blocks=blocks, d=d, heads=heads, repeats=repeats).items():
-        if not (isinstance(value, int) and value >= 1): raise ValueError(f"{name}={value!r} must be a positive integer")
-    if not (isinstance(trial, int) and trial >= 0): raise ValueError(f"trial={trial!r} must be a non-negative integer")
-    if not (threads is None or (isinstance(threads, int) and threads >= 1)):
-        raise ValueError(f"threads={threads!r} must be a positive integer or None")
-    if version is not None and version not in VERSIONS: raise ValueError(f"version={version!r} is not one of {tuple(VERSIONS)}")
+    check_choice('treatment', treatment, TRAIN_MODELS)
+    counts = dict(side=side, batch=batch, blocks=blocks, d=d, heads=heads, repeats=repeats)
+    side, batch, blocks, d, heads, repeats = (check_int(name, value) for name, value in counts.items())
+    trial, threads = check_int('trial', trial, 0), check_int('threads', threads, none=True)
+    check_choice('version', version, (None, *VERSIONS))
     if d % heads: raise ValueError(f"d={d} must be divisible by heads={heads}")
     sigmas = None if sigmas is None else [[float(s) for s in layer] for layer in sigmas]
     if sigmas is not None: train_model(treatment, side, sigmas, version, blocks, d, heads)  # raises on wrong sigmas
@@ -572,13 +566,12 @@ def train_step_times(models: Sequence[dict], # each: treatment and side, optiona
                      rounds: int = 9, # steps of each model after a warm-up step, taken in turn
                      threads: int = 1, blocks: int = 6, d: int = 64, heads: int = 8, seed: int = 0) -> list[dict]:
     "Median time of one training step of each model, all built in this process and stepped in turn: ratios from one run on a noisy machine."
-    if not (isinstance(rounds, int) and rounds >= 1): raise ValueError(f"rounds={rounds!r} must be a positive integer")
-    if not (isinstance(threads, int) and threads >= 1): raise ValueError(f"threads={threads!r} must be a positive integer")
+    rounds, threads = check_int('rounds', rounds), check_int('threads', threads)
     cases = [dict(batch=20, sigmas=None, version=None) | dict(m) | dict(blocks=blocks, d=d, heads=heads, seed=seed)
              for m in models]
     for c in cases:
-        _check_model(c['treatment'])
-        if not (isinstance(c['batch'], int) and c['batch'] >= 1): raise ValueError(f"batch={c['batch']!r} must be a positive integer")
+        check_choice('treatment', c['treatment'], TRAIN_MODELS)
+        c['batch'] = check_int('batch', c['batch'])
     keep_freed_memory()  # as a run does
     old = torch.get_num_threads()
     torch.set_num_threads(threads)

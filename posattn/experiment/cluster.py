@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 import cloudpickle, submitit # cloudpickle: submitit's own dependency
 from submitit.helpers import Checkpointable, DelayedSubmission
+from ..core.checks import check_choice, check_int, check_positive
 
 # %% ../../nbs/45_experiment.cluster.ipynb #eb6a33e6
 def append_jsonl(path: str | Path, # a JSON-lines file, created with its folder when missing
@@ -310,12 +311,9 @@ SLURM_ONLY = ('partition', 'gpus_per_run', 'cpus_per_run', 'mem_gb') # options t
 COMMON = ('time', 'array_parallelism', 'signal_delay_s', 'max_timeouts') # options of both kinds
 NOT_SHARED = ('/tmp', '/var/tmp', '/dev/shm') # folders private to each machine
 
-def _check_int(name: str, v, lo: int):
-    if not (isinstance(v, int) and not isinstance(v, bool) and v >= lo): raise ValueError(f"{name}={v!r} must be an integer >= {lo}")
-
 def _check_options(kind: str, options: dict) -> dict:
     "The options, checked: a ValueError names any that is unknown, not for `kind`, or out of range."
-    if kind not in KINDS: raise ValueError(f"kind={kind!r} is not an executor; accepted: {KINDS}")
+    check_choice('kind', kind, KINDS)
     unknown = sorted(set(options) - set(SLURM_ONLY) - set(COMMON))
     if unknown: raise ValueError(f"unknown option(s) {unknown}; accepted: {SLURM_ONLY + COMMON}")
     o = {k: v for k, v in options.items() if v is not None}
@@ -326,9 +324,8 @@ def _check_options(kind: str, options: dict) -> dict:
     if 'partition' in o and not (isinstance(o['partition'], str) and re.fullmatch(r'[\w.-]+', o['partition'])):
         raise ValueError(f"partition={o['partition']!r} must be a partition name, e.g. 'debug'")
     for name, lo in (('gpus_per_run', 0), ('cpus_per_run', 1), ('array_parallelism', 1), ('signal_delay_s', 0), ('max_timeouts', 0)):
-        if name in o: _check_int(name, o[name], lo)
-    if 'mem_gb' in o and not (isinstance(o['mem_gb'], (int, float)) and not isinstance(o['mem_gb'], bool) and o['mem_gb'] > 0):
-        raise ValueError(f"mem_gb={o['mem_gb']!r} must be a number > 0")
+        if name in o: o[name] = check_int(name, o[name], lo)
+    if 'mem_gb' in o: check_positive('mem_gb', o['mem_gb'])
     if 'signal_delay_s' in o and 'time_s' in o and o['signal_delay_s'] >= o['time_s']:
         raise ValueError(f"signal_delay_s={o['signal_delay_s']} must be shorter than the time limit ({o['time_s']:g} s)")
     return o

@@ -11,6 +11,7 @@ __all__ = ['PROBE_CLASSES', 'make_probe']
 import numpy as np
 import torch
 from torch import Tensor
+from ..core.checks import check_int
 
 # %% ../../nbs/40a_experiment.probe.ipynb #78c0e452
 PROBE_CLASSES = ('same row', 'same column', 'diagonal', 'anti-diagonal')
@@ -38,9 +39,9 @@ def make_probe(n: int = 10_000, # number of images
                texture: float = 0.5 # background pixels are uniform in [0, texture]; marks are 1
               ) -> tuple[Tensor, Tensor, list[str]]: # pixels [n, side, side, 1], labels [n], class names
     "`n` probe images: random texture with two identical marks whose relation is the label."
-    if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1): raise ValueError(f"n={n!r} must be an integer >= 1")
-    if not (isinstance(side, int) and not isinstance(side, bool) and side >= 4):
-        raise ValueError(f"side={side!r} must be an integer >= 4 (room for two marks off the last pixel on every line)")
+    n = check_int('n', n)
+    try: side = check_int('side', side, 4)
+    except ValueError as e: raise ValueError(f"{e} (room for two marks off the last pixel on every line)") from None
     if not 0 < texture < 1: raise ValueError(f"texture={texture!r} must be in (0, 1): below the marks' value 1")
     rng = np.random.default_rng(seed)
     labels, pos = _marks(n, side, rng)

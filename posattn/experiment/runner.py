@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 import posattn
+from ..core.checks import check_choice, check_int
 from ..layers.block import DEFAULT_VERSION, VERSIONS
 from .runs import (LOCK_HOLDER_ENV, OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResult, RunRefused,
                                      atomic_save, atomic_write_text, check_outputs, check_treatment, clean_tmp,
@@ -31,25 +32,17 @@ def resolve_device(device: str) -> torch.device:
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else torch.device(device)
 
 # %% ../../nbs/43_experiment.runner.ipynb #f1a57ca4
-def _check_int(name, value, low=1, none=True):
-    if value is None and none: return
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name}={value!r} must be an integer >= {low}" + (" or None" if none else ""))
-
 def _check_number(name, value, low=0., high=math.inf):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise ValueError(f"{name}={value!r} must be a number in [{low}, {high}]")
 
 def _check_values(cfg: dict):
-    if cfg['version'] not in VERSIONS: raise ValueError(f"version={cfg['version']!r} is not one of {tuple(VERSIONS)}")
-    if cfg['wandb_mode'] not in WANDB_MODES: raise ValueError(f"wandb_mode={cfg['wandb_mode']!r} is not one of {WANDB_MODES}")
-    if cfg['amp'] not in AMP_MODES: raise ValueError(f"amp={cfg['amp']!r} is not one of {AMP_MODES}")
+    for k, options in (('version', VERSIONS), ('wandb_mode', WANDB_MODES), ('amp', AMP_MODES)): check_choice(k, cfg[k], options)
     if not (cfg['wandb_group'] is None or (isinstance(cfg['wandb_group'], str) and cfg['wandb_group'].strip())):
         raise ValueError(f"wandb_group={cfg['wandb_group']!r} must be a name (a non-empty string) or None")
-    for k in ('epochs', 'batch_size', 'accumulate', 'd', 'heads', 'blocks', 'ffn', 'eval_batch_size'):
-        _check_int(k, cfg[k], none=False)
-    for k in ('resolution', 'train_size', 'val_size', 'threads'): _check_int(k, cfg[k])
-    _check_int('seed', cfg['seed'], low=0, none=False)
+    for k in ('epochs', 'batch_size', 'accumulate', 'd', 'heads', 'blocks', 'ffn', 'eval_batch_size'): cfg[k] = check_int(k, cfg[k])
+    for k in ('resolution', 'train_size', 'val_size', 'threads'): cfg[k] = check_int(k, cfg[k], none=True)
+    cfg['seed'] = check_int('seed', cfg['seed'], 0)
     _check_number('lr', cfg['lr'], 0., 1.); _check_number('dropout', cfg['dropout'], 0., 1.)
     _check_number('init_sigma', cfg['init_sigma'], 1e-6)
     if not (len(cfg['betas']) == 2 and all(0 <= b < 1 for b in cfg['betas'])):
@@ -65,7 +58,7 @@ def _resolve_dataset(cfg: dict) -> dict:
         offline = project_root() / OFFLINE_CIFAR
         if cfg['data_root'] is None and offline.is_dir(): cfg['data_root'] = OFFLINE_CIFAR
         cfg['dataset'] = 'imagefolder' if cfg['data_root'] is not None else 'cifar10'
-    if cfg['dataset'] not in DATASETS: raise ValueError(f"dataset={cfg['dataset']!r} is not one of {DATASETS}")
+    check_choice('dataset', cfg['dataset'], DATASETS)
     if cfg['data_root'] is not None: cfg['data_root'] = str(cfg['data_root'])
     if cfg['dataset'] == 'digits' and cfg['data_root'] is not None:
         raise ValueError(f"data_root={cfg['data_root']!r} is not read by dataset='digits' (the digits ship with "
@@ -78,7 +71,7 @@ def resolve_config(treatment: str = 'span_2d', # a key of TREATMENTS
                    **overrides) -> dict: # any key of the profile, e.g. epochs=2, resolution=16
     "The full, checked configuration of one run."
     check_treatment(treatment)
-    if profile not in PROFILES: raise ValueError(f"profile={profile!r} is not one of {tuple(PROFILES)}")
+    check_choice('profile', profile, PROFILES)
     unknown = sorted(set(overrides) - set(PROFILES[profile]))
     if unknown: raise ValueError(f"unknown setting(s) {unknown}; valid: {sorted(PROFILES[profile])} "
                                  f"and the run's options {list(RUN_OPTIONS)}")
@@ -112,7 +105,7 @@ def _model_for(cfg: dict, channels: int, classes: int, structure_size) -> torch.
         opts.update(init_sigma=cfg['init_sigma'], version=cfg['version'])
     return make_classifier(cfg['treatment'], channels, classes, structure_size, **opts)
 
-def _structure_size(cfg: dict, side: int) -> tuple[int, ...]:
+def _run_grid(cfg: dict, side: int) -> tuple[int, ...]:
     return (side, side) if cfg['layout'] == '2d' else (side * side,)
 
 def estimate_seconds(cfg: dict, steps: int = 2, probe_batch: int = 4, probe_side: int = 16,
@@ -120,7 +113,7 @@ def estimate_seconds(cfg: dict, steps: int = 2, probe_batch: int = 4, probe_side
     "Rough wall time of the run `cfg` on one core of `device`: timed small training steps, scaled to the run's size."
     side = cfg['resolution'] or 32
     probe = min(side, probe_side)
-    S = _structure_size(cfg, probe)
+    S = _run_grid(cfg, probe)
     model = _model_for(cfg, 3, 10, S).to(device)
     x, y = torch.randn(probe_batch, *S, 3, device=device), torch.randint(0, 10, (probe_batch,), device=device)
     threads = torch.get_num_threads()

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 import torch
-from ..core.checks import did_you_mean
+from ..core.checks import check_choice
 from ..model.classifier import Classifier
 
 # %% ../../nbs/40_experiment.runs.ipynb #c0e0fdb7
@@ -114,8 +114,7 @@ PAPER_TREATMENTS = tuple(TREATMENTS)[:7]  # the paper's seven, in its order: the
 
 def check_treatment(treatment: str) -> dict:
     "The layer options of `treatment`; a ValueError listing the valid names otherwise."
-    if treatment not in TREATMENTS:
-        raise ValueError(f"treatment={treatment!r} is not one of {tuple(TREATMENTS)}{did_you_mean(treatment, TREATMENTS)}")
+    check_choice('treatment', treatment, TREATMENTS)
     return dict(TREATMENTS[treatment])
 
 def treatment_attention(treatment: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 from tqdm.auto import tqdm
+from ..core.checks import check_choice, check_int
 from .runs import (LOCK_HOLDER_ENV, PAPER_TREATMENTS, PROFILES, SEEDS, profile_seeds, TREATMENTS, BadResult, RunLocked, RunRefused,
                                      atomic_write_text, check_outputs, config_diff, is_finished, mismatch_message, project_root,
                                      read_result, record_config, run_lock, run_paths)
@@ -38,22 +39,18 @@ def parse_params(items: Sequence[str] # 'name=value' strings
         except ValueError: out[name] = value
     return out
 
-def _check_choice(name, values, options):
-    bad = [v for v in values if v not in options]
-    if bad: raise ValueError(f"{name}={bad!r}: unknown; valid are {tuple(options)}")
-    if len(set(values)) != len(values): raise ValueError(f"{name}={list(values)!r} repeats a value")
-
-def _check(profile, treatments, seeds, jobs, params):
-    "Raise a ValueError naming the argument, the value and what is accepted."
-    _check_choice('profile', [profile], PROFILES)
-    _check_choice('treatments', list(treatments), TREATMENTS)
-    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
-        raise ValueError(f"seeds={list(seeds)!r} must be non-negative integers, e.g. {SEEDS}")
-    if len(set(seeds)) != len(seeds): raise ValueError(f"seeds={list(seeds)!r} repeats a value")
-    if not (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1):
-        raise ValueError(f"jobs={jobs!r} must be an integer >= 1")
+def _check(profile, treatments, seeds, jobs, params) -> list[int]:
+    "Raise a ValueError naming the argument, the value and what is accepted; the seeds as Python ints."
+    check_choice('profile', profile, PROFILES)
+    for i, t in enumerate(treatments): check_choice(f'treatments[{i}]', t, TREATMENTS)
+    if len(set(treatments)) != len(treatments): raise ValueError(f"treatments={list(treatments)!r} repeats a value")
+    if not seeds: raise ValueError(f"seeds={list(seeds)!r} must name at least one RandomState, e.g. {SEEDS}")
+    seeds = [check_int(f'seeds[{i}]', s, 0) for i, s in enumerate(seeds)]
+    if len(set(seeds)) != len(seeds): raise ValueError(f"seeds={seeds!r} repeats a value")
+    check_int('jobs', jobs)
     clash = sorted(set(params) & set(RESERVED))
     if clash: raise ValueError(f"params={clash}: the sweep sets {RESERVED} itself; use --treatments/--seeds/--profile")
+    return seeds
 
 # %% ../../nbs/46_experiment.sweep.ipynb #6656429a
 @dataclass
@@ -262,7 +259,8 @@ def submission_folder(profile: str, results_dir: str | Path | None = None) -> Pa
 
 def _executor_options(executor: str, options: dict, jobs: int | None) -> dict:
     "The executor's options without the unset ones; locally `jobs` is the parallelism. A ValueError, in command-line terms."
-    if executor not in KINDS: raise ValueError(f"executor={executor!r} is not one of {KINDS} (--executor)")
+    try: check_choice('executor', executor, KINDS)
+    except ValueError as e: raise ValueError(f"{e} (--executor)") from None
     o = {k: v for k, v in options.items() if v is not None}
     if executor == 'local':
         if given := [k for k in SLURM_ONLY if k in o]:
@@ -326,7 +324,7 @@ def sweep(profile: str = 'cpu', # one of PROFILES
     treatments = list(PAPER_TREATMENTS if treatments is None else treatments)
     seeds = list(profile_seeds(profile) if seeds is None else seeds); params = dict(params or {})
     name = f"{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
-    _check(profile, treatments, seeds, 1 if jobs is None else jobs, params)
+    seeds = _check(profile, treatments, seeds, 1 if jobs is None else jobs, params)
     o, folder = _executor_options(executor, dict(options or {}), jobs), submission_folder(profile, results_dir)
     _check_executor(executor, folder, o)
     notebook = Path(notebook or project_root() / 'nbs' / 'run_experiment.ipynb').resolve()

@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
+from ..core.checks import check_choice, check_int
 from .data import Splits
 from .runs import (RunRefused, atomic_save, check_outputs, config_diff, mismatch_message,
                                      record_config, say)
@@ -28,7 +29,7 @@ AMP_MODES = ('off', 'bf16') # mixed precision: none, or torch.autocast with bflo
 def autocast(amp: str, # one of AMP_MODES
              device: str | torch.device): # where the model runs
     "The forward pass's precision: `torch.autocast` with bfloat16 for amp='bf16', nothing for 'off'."
-    if amp not in AMP_MODES: raise ValueError(f"amp={amp!r} is not one of {AMP_MODES}")
+    check_choice('amp', amp, AMP_MODES)
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16) if amp == 'bf16' else nullcontext()
 
 def _scores(model: nn.Module, x: Tensor, amp: str, device) -> Tensor:
@@ -191,9 +192,9 @@ def train(model: nn.Module, data: Splits,
           amp: str = 'off' # mixed precision of the forward pass, one of AMP_MODES
          ) -> list[dict]: # per-epoch records
     "Train `model` on `data` (the loop of DECISIONS.md#training), resuming from `checkpoint` if it exists; the history."
-    for name, val in dict(epochs=epochs, batch_size=batch_size, accumulate=accumulate).items():
-        if not (isinstance(val, int) and val >= 1): raise ValueError(f"{name}={val!r} must be a positive integer")
-    if amp not in AMP_MODES: raise ValueError(f"amp={amp!r} is not one of {AMP_MODES}")
+    counts = dict(epochs=epochs, batch_size=batch_size, accumulate=accumulate)
+    epochs, batch_size, accumulate = (check_int(name, val) for name, val in counts.items())
+    check_choice('amp', amp, AMP_MODES)
     config, clock = dict(config or {}), clock or RunClock(time.time())
     if checkpoint: check_outputs([checkpoint])
     ckpt = load_checkpoint(checkpoint, config, epochs) if checkpoint and Path(checkpoint).exists() else None
@@ -248,7 +249,7 @@ def check_wandb(mode: str, # one of WANDB_MODES
                 netrc_path: str | Path | None = None, # default: $NETRC or ~/.netrc
                 unreachable: Callable[[], str | None] = wandb_unreachable): # why the server cannot be reached, or None
     "Refuse an unknown `mode`, or 'online' without credentials or without a reachable server, before any work."
-    if mode not in WANDB_MODES: raise ValueError(f"wandb_mode={mode!r} is not one of {WANDB_MODES}")
+    check_choice('wandb_mode', mode, WANDB_MODES)
     if mode != 'online': return
     if not _has_wandb_credentials(netrc_path):
         raise ValueError("wandb_mode='online' needs credentials: set WANDB_API_KEY or run `wandb login` "
