@@ -60,13 +60,16 @@ def _flags(cell) -> set[str]: return set((getattr(cell, 'directives_', None) or 
 def execute(nb_path: str, out_path: str, cell_timeout: int) -> tuple[str, float]:
     "Run the notebook at `nb_path` as nbdev-test does and write it, outputs included, to `out_path`."
     os.environ['IN_TEST'] = '1'
+    fn = Path(nb_path)
+    # hypothesis keeps its example database and constants cache in .hypothesis/ beside the notebook: outside the copy
+    os.environ['HYPOTHESIS_STORAGE_DIRECTORY'] = str(fn.parents[2] / 'hypothesis')
     # Ctrl-C as in a terminal: a shell's background job ignores SIGINT, its children too, and the sweep's tests send it
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from nbdev.process import NBProcessor
     from execnb.shell import CaptureShell
     from fastcore.nbio import write_nb
     from fastcore.xtras import working_directory
-    fn, t0 = Path(nb_path), time.monotonic()
+    t0 = time.monotonic()
     sys.path.insert(0, str(fn.parents[1])) # the copy's posattn, as nbdev-test's basepath
     nb = NBProcessor(fn, rm_directives=False, process=True).nb
     current = [None]
@@ -281,7 +284,7 @@ def main(argv=None) -> int:
         names = [n.removeprefix('nbs/') for n in a.only]
         missing = [n for n in names if not (NBS / n).is_file()]
         if missing: raise SystemExit(f'docs FAILED: no such notebook(s) in nbs/: {missing}')
-        nbs = [NBS / n for n in names]
+        nbs = [NBS / n for n in dict.fromkeys(['index.ipynb', *names])]  # the site's front page is its root
     out, stage = ROOT / a.out, ROOT / a.stage
     executed = stage.parent / f'{stage.name}-executed'
     # outside the working tree: inside it, git would see the copy as part of this checkout (and as ignored files)
