@@ -9,8 +9,8 @@ import argparse, json, sys, time
 from pathlib import Path
 import torch
 from posattn.experiment.data import load_data
-from posattn.experiment.runner import resolve_config
-from posattn.experiment.runs import atomic_write_text, make_classifier, project_root
+from posattn.experiment.runner import model_for, resolve_config
+from posattn.experiment.runs import atomic_write_text, project_root
 from posattn.experiment.train import train
 
 PAIRS = ('9188:9188', '3:9188', '4:1321', '361:1', '9188:3', '1321:4', '1:361')  # (init : rest), failed x solved
@@ -22,9 +22,7 @@ def run_pair(treatment: str, init: int, rest: int) -> dict:
     torch.set_num_threads(cfg['threads'] or 1)
     data = load_data(cfg['dataset'], cfg['layout'], rest, cfg['data_root'], cfg['resolution'], cfg['train_size'], cfg['val_size'])
     torch.manual_seed(init)
-    model = make_classifier(treatment, data.channels, len(data.classes), data.structure_size, d=cfg['d'], heads=cfg['heads'],
-                            blocks=cfg['blocks'], ffn=cfg['ffn'], dropout=cfg['dropout'], init_sigma=cfg['init_sigma'],
-                            version=cfg['version'])
+    model = model_for(cfg, data.channels, len(data.classes), data.structure_size)
     start = time.time()
     history = train(model, data, cfg['epochs'], rest, cfg['batch_size'], cfg['accumulate'], cfg['lr'], cfg['betas'],
                     cfg['eval_batch_size'], progress=False)
