@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from posattn.layers.block import PositionalSelfAttention, VERSIONS, TERMS_VERSIONS  # noqa: E402
 from posattn.encodings.catalogue import PAPER_ENCODINGS, RELATIVE_ENCODINGS  # noqa: E402
-from posattn.experiment.benchmark import _layer, _peak_mb, _sync, train_model  # noqa: E402
+from posattn.experiment.benchmark import _layer, peak_mb, _sync  # noqa: E402
+from posattn.experiment.training_bench import train_model  # noqa: E402
 from posattn.experiment.runs import code_version  # noqa: E402
 from posattn.experiment.runs import PAPER_TREATMENTS, TREATMENTS  # noqa: E402
 from posattn.layers.flex import attend_flex  # noqa: E402
@@ -207,7 +208,7 @@ def layer(dev, quick: bool, size: dict) -> list[dict]:
             try:
                 t = _median_time(step, dev, 3 if quick else 10)
                 rows.append(dict(version=version, window='x'.join(map(str, W)) if W else 'full', ms=t * 1e3,
-                                 peak_mb=_peak_mb(step, dev)))
+                                 peak_mb=peak_mb(step, dev)))
             except Exception as e:
                 if not _is_oom(e): raise
                 rows.append(dict(version=version, window='x'.join(map(str, W)) if W else 'full', skipped='out of memory'))
@@ -241,7 +242,7 @@ def _train_case(dev, treatment: str, side: int, amp: str, compiled: bool, versio
     first_s = time.perf_counter() - t0  # compilation included
     t = _median_time(step, dev, repeats)
     model.eval(); t_eval = _median_time(evaluate, dev, max(2, repeats // 2)); model.train()
-    peak = _peak_mb(step, dev)
+    peak = peak_mb(step, dev)
     steps = PAPER_RUN['train'] / size['batch']
     hours = PAPER_RUN['epochs'] * (steps * t + PAPER_RUN['val'] / size['batch'] * t_eval) / 3600
     return dict(step_s=t, images_per_s=size['batch'] / t, eval_s=t_eval, peak_mb=peak, first_step_s=first_s,
@@ -332,7 +333,7 @@ def flex_probe(dev, quick: bool, size: dict) -> list[dict]:
             def step(f=f):
                 y = f(); torch.autograd.grad((y * r).sum(), leaves)
             row[f'{name}_ms'] = _median_time(step, dev, 5 if quick else 10) * 1e3
-            row[f'{name}_peak_mb'] = _peak_mb(step, dev)
+            row[f'{name}_peak_mb'] = peak_mb(step, dev)
         row['out_err'] = _rel(res['flex'][0], res['fast'][0])
         row['grad_err'] = _grad_errors(res['flex'][1:], res['fast'][1:])
         rows.append(row)
