@@ -4,13 +4,14 @@ data? Each pair is written to <out>/init-<a>-rest-<b>.json as it finishes; finis
 
     PYTHONPATH=. python scripts/cross_seeds.py [--treatment siren_2d] [--pairs 9188:9188 3:9188 ...] [--out results/open/cross]
 
-A pair a:a repeats the sweep's own run of RandomState a: the script checks it against results/probe/ bit for bit."""
+A pair a:a repeats the sweep's own run of RandomState a: when the stored run under --reference was made by this code
+(the same source fingerprint), the script checks it bit for bit (`same_as_sweep`); otherwise it says the code differs."""
 import argparse, json, sys, time
 from pathlib import Path
 import torch
 from posattn.experiment.data import load_data
 from posattn.experiment.runner import model_for, resolve_config
-from posattn.experiment.runs import atomic_write_text, project_root
+from posattn.experiment.runs import atomic_write_text, code_version, project_root
 from posattn.experiment.train import train
 
 PAIRS = ('9188:9188', '3:9188', '4:1321', '361:1', '9188:3', '1321:4', '1:361')  # (init : rest), failed x solved
@@ -27,7 +28,7 @@ def run_pair(treatment: str, init: int, rest: int) -> dict:
     history = train(model, data, cfg['epochs'], rest, cfg['batch_size'], cfg['accumulate'], cfg['lr'], cfg['betas'],
                     cfg['eval_batch_size'], progress=False)
     return dict(treatment=treatment, init=init, rest=rest, history=history, val_acc_max=max(h['val_acc'] for h in history),
-                wall_time_s=time.time() - start)
+                wall_time_s=time.time() - start, code=code_version())
 
 
 def main(argv=None):
@@ -35,6 +36,7 @@ def main(argv=None):
     ap.add_argument('--treatment', default='siren_2d')
     ap.add_argument('--pairs', nargs='+', default=list(PAIRS), help='init:rest RandomStates (default: %(default)s)')
     ap.add_argument('--out', default='results/open/cross')
+    ap.add_argument('--reference', default='results/probe', help="the sweep's runs a pair a:a is checked against")
     args = ap.parse_args(argv)
     pairs = []
     for p in args.pairs:
@@ -47,9 +49,12 @@ def main(argv=None):
         if path.exists(): print(f'{path}: kept'); continue
         r = run_pair(args.treatment, a, b)
         if a == b:
-            ref = project_root() / 'results' / 'probe' / args.treatment / f'seed-{a}.json'
+            ref = project_root() / args.reference / args.treatment / f'seed-{a}.json'
             if ref.exists():
-                r['same_as_sweep'] = [h['val_acc'] for h in json.loads(ref.read_text())['history']] == [h['val_acc'] for h in r['history']]
+                stored = json.loads(ref.read_text())
+                if stored.get('code') == r['code']:
+                    r['same_as_sweep'] = [h['val_acc'] for h in stored['history']] == [h['val_acc'] for h in r['history']]
+                else: print(f"{ref} was made by other code ({stored.get('code') or 'not recorded'}; now {r['code']}): not compared")
         atomic_write_text(json.dumps(r, indent=1), path)
         print(f"init {a}, rest {b}: best {r['val_acc_max']:.4f} ({r['wall_time_s']:.0f} s) -> {path}", flush=True)
 
