@@ -28,10 +28,13 @@ from posattn.experiment.training_bench import train_model  # noqa: E402
 from posattn.experiment.runs import code_version  # noqa: E402
 from posattn.experiment.runs import PAPER_TREATMENTS, TREATMENTS  # noqa: E402
 from posattn.layers.flex import attend_flex  # noqa: E402
+from posattn.layers.triton_kernel import attend_triton  # noqa: E402
 
-# The fused version is not in the block's VERSIONS until this check has passed it on a GPU (nbs/22a_layers.flex.ipynb):
-# registered here, for this process only, so that the block, the classifier and the training step can run it.
-GPU_ONLY = ('flex',)  # versions without a backward on the CPU
+# The fused versions are not in the block's VERSIONS until this check has passed them on a GPU (nbs/22a_layers.flex.ipynb,
+# nbs/22b_layers.triton_kernel.ipynb): registered here, for this process only, so that the block, the classifier and
+# the training step can run them.
+FUSED = dict(flex=attend_flex, triton=attend_triton)
+GPU_ONLY = tuple(FUSED)  # versions without a backward on the CPU (triton's runs there only in Triton's interpreter)
 
 PAPER = dict(batch=20, blocks=6, d=64, heads=8, sides=(32, 16))  # the paper's configuration (Section 5), and 16x16
 SMALL = dict(batch=4, blocks=2, d=16, heads=2, sides=(8,))  # the CPU pass: the same code paths at a size CI runs in seconds
@@ -257,7 +260,7 @@ def _train_plan(quick: bool, sides) -> list[tuple]:
     return ([(m, s, amp, False, None) for amp in ('fp32', 'bf16') for m in models]
             + [(m, s, 'fp32', True, None) for m in ('sdpa', *pair)]
             + [(m, s, 'fp32', c, 'v1') for c in (False, True) for m in pair]
-            + [(m, s, amp, c, 'flex') for amp in ('fp32', 'bf16') for c in (False, True) for m in pair]
+            + [(m, s, amp, c, f) for f in FUSED for amp in ('fp32', 'bf16') for c in (False, True) for m in pair]
             + [(m, s, 'bf16', True, None) for m in ('sdpa', 'span_2d_threshold')] + [('span_2d_threshold', s, 'bf16', True, 'v1')]
             + [(m, side, amp, False, None) for side in sides[1:] for amp in ('fp32', 'bf16') for m in models])
 
@@ -303,9 +306,9 @@ def real_run(dev, quick: bool, data_tar: Path | None, size: dict) -> dict:
                 version=result.get('config', {}).get('version'))
 
 
-# ---------------------------------------------------------------- 5. the fused version against fast
+# ---------------------------------------------------------------- 5. the fused versions against fast
 def flex_probe(dev, quick: bool, size: dict) -> list[dict]:
-    "attend_flex against fast on one 2-D layer: error of outputs and gradients, and the time of forward and backward."
+    "attend_flex and attend_triton against fast on one 2-D layer: error of outputs and gradients, time of forward and backward."
     from posattn.encodings.catalogue import relative_terms
     from posattn.layers.fast import attend_fast
     rows = []
@@ -319,25 +322,30 @@ def flex_probe(dev, quick: bool, size: dict) -> list[dict]:
         q, k, value = (torch.randn(B, H, side * side, d // H, device=dev, requires_grad=dev.type == 'cuda') for _ in range(3))
         leaves = [q, k, value, block.u, block.v, block.span.sigma, *block.encoding.parameters()]
         calls = dict(fast=lambda: attend_fast(q, k, value, block.u, block.v, S, W, terms=terms),
-                     flex=lambda: attend_flex(q, k, value, block.u, block.v, S, W, terms=terms))
+                     **{n: (lambda f=f: f(q, k, value, block.u, block.v, S, W, terms=terms)) for n, f in FUSED.items()})
         row = dict(window='x'.join(map(str, W)), gaussian_table='per query')
         if dev.type != 'cuda':  # flex has no backward on the CPU: outputs only
-            with torch.no_grad(): row['out_err'] = _rel(calls['flex'](), calls['fast']())
+            with torch.no_grad(): row['flex_out_err'] = _rel(calls['flex'](), calls['fast']())
             rows.append(row); continue
         r = torch.randn(B, H, side * side, d // H, device=dev)
         res = {}
         for name, f in calls.items():
-            t = time.perf_counter()
-            y = f(); res[name] = [y] + list(torch.autograd.grad((y * r).sum(), leaves))
-            row[f'{name}_first_s'] = time.perf_counter() - t
-            def step(f=f):
-                y = f(); torch.autograd.grad((y * r).sum(), leaves)
-            row[f'{name}_ms'] = _median_time(step, dev, 5 if quick else 10) * 1e3
-            row[f'{name}_peak_mb'] = peak_mb(step, dev)
-        row['out_err'] = _rel(res['flex'][0], res['fast'][0])
-        row['grad_err'] = _grad_errors(res['flex'][1:], res['fast'][1:])
+            try:
+                t = time.perf_counter()
+                y = f(); res[name] = [y] + list(torch.autograd.grad((y * r).sum(), leaves))
+                row[f'{name}_first_s'] = time.perf_counter() - t
+                def step(f=f):
+                    y = f(); torch.autograd.grad((y * r).sum(), leaves)
+                row[f'{name}_ms'] = _median_time(step, dev, 5 if quick else 10) * 1e3
+                row[f'{name}_peak_mb'] = peak_mb(step, dev)
+            except Exception as e:  # one route failing must not hide the other's numbers
+                row[f'{name}_error'] = f'{type(e).__name__}: {str(e)[:300]}'; traceback.print_exc()
+        for name in FUSED:
+            if name in res:
+                row[f'{name}_out_err'] = _rel(res[name][0], res['fast'][0])
+                row[f'{name}_grad_err'] = _grad_errors(res[name][1:], res['fast'][1:])
         rows.append(row)
-        print(f"  flex {row}", flush=True)
+        print(f"  fused {row}", flush=True)
     return rows
 
 
@@ -396,12 +404,15 @@ def markdown(data: dict) -> str:
                          f"{r['paper_run_hours']:.2f} |")
         lines.append('')
     if data.get('flex'):
-        lines += ['## The fused version (attend_flex) against fast (one 2-D layer, forward and backward)', '',
-                  '| window | Gaussian table | out err | grad err | fast ms | flex ms | fast MB | flex MB |', '|---|---|---:|---:|---:|---:|---:|---:|']
+        lines += ['## The fused versions (attend_flex, attend_triton) against fast (one 2-D layer, forward and backward)', '',
+                  '| window | version | out err | grad err | ms | fast ms | peak MB | fast MB |', '|---|---|---:|---:|---:|---:|---:|---:|']
         for r in data['flex']:
-            lines.append(f"| {r['window']} | {r.get('gaussian_table', '')} | {_fmt(r.get('out_err'), '.1e')} | {_fmt(r.get('grad_err'), '.1e')} | "
-                         f"{_fmt(r.get('fast_ms'), '.2f')} | {_fmt(r.get('flex_ms'), '.2f')} | {_fmt(r.get('fast_peak_mb'), '.0f')} | "
-                         f"{_fmt(r.get('flex_peak_mb'), '.0f')} |")
+            for n in FUSED:
+                old = n == 'flex' and 'flex_out_err' not in r  # a row of the check before attend_triton
+                err = lambda k: r.get(k if old else f'{n}_{k}')
+                lines.append(f"| {r['window']} | {n} | {_fmt(err('out_err'), '.1e')} | {_fmt(err('grad_err'), '.1e')} | "
+                             f"{_fmt(r.get(f'{n}_ms'), '.2f') or r.get(f'{n}_error', '')[:60]} | {_fmt(r.get('fast_ms'), '.2f')} | "
+                             f"{_fmt(r.get(f'{n}_peak_mb'), '.0f')} | {_fmt(r.get('fast_peak_mb'), '.0f')} |")
         lines.append('')
     rr = data.get('run')
     if rr:
@@ -452,7 +463,8 @@ def main(argv=None):
         data['wall_s'], data['finished'] = time.perf_counter() - t0, time.strftime('%Y-%m-%d %H:%M:%S')
         _atomic(out / f'{stem}.json', json.dumps(data, indent=1, default=str))
         _atomic(out / f'{stem}.md', markdown(data))
-    if dev.type == 'cuda': VERSIONS.setdefault('flex', attend_flex)  # see GPU_ONLY
+    if dev.type == 'cuda':
+        for name, f in FUSED.items(): VERSIONS.setdefault(name, f)  # see GPU_ONLY
     size = PAPER if dev.type == 'cuda' else SMALL
     data['size'] = size
     sections = [('correctness', lambda: correctness(dev, a.quick)), ('nan', lambda: nan_semantics(dev)),
