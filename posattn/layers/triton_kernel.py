@@ -234,6 +234,7 @@ def _check_call(t: PositionTerms, S: tuple, q: Tensor, block) -> None:
         raise ValueError(f"version 'triton' takes float32, bfloat16 or float16 (got {q.dtype}): use 'v1' or 'fast'")
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #70e4453f
+@torch.compiler.disable  # hand-launched kernels: torch.compile calls them as they are, as it does fast
 def attend_triton(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
                   u: Tensor, # content bias [H, d_H]
                   v: Tensor | None, # positional bias [H, d_H]; None without a PE
@@ -242,7 +243,7 @@ def attend_triton(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [
                   encode: Encode | None = None, gaussian: Gauss | None = None,
                   *, terms: PositionTerms | None = None, # the slots of an encoding (TRITON_SLOTS), in place of encode and gaussian
                   block: int = 64 # queries and keys per tile: a power of two, at least 16
-                ) -> Tensor: # [B, H, N, d_H]
+                 ) -> Tensor: # [B, H, N, d_H]
     "Version 1's attention in posattn's own Triton kernels: forward and backward, tables over the window's offsets, only the key blocks the window reaches."
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     _check_call(t, S, q, block)
