@@ -257,10 +257,13 @@ def _train_plan(quick: bool, sides) -> list[tuple]:
     s, models = sides[0], ('sdpa', 'none', *PAPER_TREATMENTS)
     if quick: return [(m, sides[-1], 'fp32', c, None) for c in (False, True) for m in ('sdpa', 'span_2d_threshold')]
     pair = ('siren_2d', 'span_2d_threshold')
-    return ([(m, s, amp, False, None) for amp in ('fp32', 'bf16') for m in models]
+    first = [(m, s, 'fp32', False, None) for m in ('sdpa', *pair)]  # the floor and fast: what the fused routes are held to
+    fused = [(m, s, amp, c, f) for c, amp in ((False, 'fp32'), (False, 'bf16'), (True, 'fp32'), (True, 'bf16'))
+             for f in FUSED for m in pair]
+    return (first + fused + [case for case in ((m, s, amp, False, None) for amp in ('fp32', 'bf16') for m in models)
+                             if case not in first]
             + [(m, s, 'fp32', True, None) for m in ('sdpa', *pair)]
             + [(m, s, 'fp32', c, 'v1') for c in (False, True) for m in pair]
-            + [(m, s, amp, c, f) for f in FUSED for amp in ('fp32', 'bf16') for c in (False, True) for m in pair]
             + [(m, s, 'bf16', True, None) for m in ('sdpa', 'span_2d_threshold')] + [('span_2d_threshold', s, 'bf16', True, 'v1')]
             + [(m, side, amp, False, None) for side in sides[1:] for amp in ('fp32', 'bf16') for m in models])
 
@@ -349,6 +352,41 @@ def flex_probe(dev, quick: bool, size: dict) -> list[dict]:
     return rows
 
 
+# ---------------------------------------------------------------- 6. issue 28's targets, from what was measured
+TARGETS = (  # (name, limit): a measured ratio or error must be at most the limit
+    ('float32 outputs against Version 1 (relative)', 1e-5), ('float32 gradients against Version 1 (relative)', 1e-4),
+    ('training step of siren_2d / floor', 1.5), ('training step of span_2d_threshold / floor', 2.0),
+    ('peak memory of the training step / floor', 2.0), ('9x9 window / full span, one layer', 0.5),
+    ('one paper run, the slower of siren_2d and span_2d_threshold (hours)', 3.0))
+
+
+def targets(data: dict, side: int = 32) -> list[dict]:
+    "Each target of issue 28 for each version on CUDA (fast for reference): the measured value, the limit, met or not."
+    def train(version, model, key):
+        row = next((r for r in data.get('train', []) if (r['model'], r['side'], r['amp'], r['compiled'], r['version'])
+                    == (model, side, 'fp32', False, version) and 'step_s' in r), None)
+        floor = next((r for r in data.get('train', []) if (r['model'], r['side'], r['amp'], r['compiled'])
+                      == ('sdpa', side, 'fp32', False) and 'step_s' in r), None)
+        if row is None: return None
+        if key == 'paper_run_hours': return row[key]
+        return row[key] / floor[key] if floor and floor.get(key) else None
+    def probe(version):
+        rows = {r['window']: r.get(f'{version}_ms') for r in data.get('flex', [])}
+        full = f'{2 * side - 1}x{2 * side - 1}'
+        return rows['9x9'] / rows[full] if rows.get('9x9') and rows.get(full) else None
+    out = []
+    for version in ('fast', *FUSED):
+        mine = [r for r in data.get('correctness', []) if r['version'] == version]
+        spans = [x for x in (train(version, m, 'peak_mb') for m in ('siren_2d', 'span_2d_threshold')) if x is not None]
+        hours = [x for x in (train(version, m, 'paper_run_hours') for m in ('siren_2d', 'span_2d_threshold')) if x is not None]
+        values = (max((r['out_err'] for r in mine), default=None), max((r['grad_err'] for r in mine), default=None),
+                  train(version, 'siren_2d', 'step_s'), train(version, 'span_2d_threshold', 'step_s'),
+                  max(spans, default=None), probe(version), max(hours, default=None))
+        out += [dict(version=version, target=name, limit=limit, value=v, met=None if v is None else bool(v <= limit))
+                for (name, limit), v in zip(TARGETS, values)]
+    return out
+
+
 # ---------------------------------------------------------------- report
 def _fmt(x, spec):
     return '' if x is None else format(x, spec)
@@ -414,6 +452,15 @@ def markdown(data: dict) -> str:
                              f"{_fmt(r.get(f'{n}_ms'), '.2f') or r.get(f'{n}_error', '')[:60]} | {_fmt(r.get('fast_ms'), '.2f')} | "
                              f"{_fmt(r.get(f'{n}_peak_mb'), '.0f')} | {_fmt(r.get('fast_peak_mb'), '.0f')} |")
         lines.append('')
+    if data.get('targets'):
+        lines += [f"## Issue 28's targets (float32, eager, {data['targets_side']}x{data['targets_side']}, batch {z['batch']})", '',
+                  *(['The CPU pass: its sizes are not the targets\' (32x32, batch 20, on a GPU); the table only shows the check '
+                     'computes them.', ''] if not data['machine']['device'].startswith('cuda') else []),
+                  '| version | target | measured | limit | met |', '|---|---|---:|---:|---|']
+        for r in data['targets']:
+            lines.append(f"| {r['version']} | {r['target']} | {_fmt(r['value'], '.3g') or 'not measured'} | {r['limit']:g} | "
+                         f"{'' if r['met'] is None else 'yes' if r['met'] else 'NO'} |")
+        lines.append('')
     rr = data.get('run')
     if rr:
         lines += ['## A real run through the runner', '']
@@ -461,6 +508,7 @@ def main(argv=None):
     def save(partial=None, key=None):
         if key is not None: data[key] = partial
         data['wall_s'], data['finished'] = time.perf_counter() - t0, time.strftime('%Y-%m-%d %H:%M:%S')
+        data['targets'], data['targets_side'] = targets(data, size['sides'][0]), size['sides'][0]  # as far as measured
         _atomic(out / f'{stem}.json', json.dumps(data, indent=1, default=str))
         _atomic(out / f'{stem}.md', markdown(data))
     if dev.type == 'cuda':
