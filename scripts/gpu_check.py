@@ -113,6 +113,24 @@ def correctness(dev, quick: bool) -> list[dict]:
     return rows
 
 
+def bf16_correctness(dev) -> list[dict]:
+    "Every version under bfloat16 autocast on `dev` (as training runs it) against Version 1 in float64: within bfloat16's rounding."
+    S, opts = [6, 7], dict(pe='siren', dims=2, span='gaussian', threshold=0.2)
+    torch.manual_seed(0)
+    ref_block = PositionalSelfAttention(16, 2, version='v1', **opts).double()
+    x, r = torch.randn(2, math.prod(S), 16, dtype=torch.float64), torch.randn(2, math.prod(S), 16, dtype=torch.float64)
+    want_y, want_g = _forward_backward(ref_block, x, S, r)
+    rows = []
+    for version in VERSIONS:
+        block = copy.deepcopy(ref_block).float().to(dev)
+        block.version = version
+        with torch.autocast(dev.type, dtype=torch.bfloat16):
+            y, g = _forward_backward(block, x.float().to(dev), S, r.float().to(dev))
+        rows.append(dict(version=version, out_err=_rel(y.float(), want_y), grad_err=_grad_errors([t.float() for t in g], want_g)))
+        rows[-1]['ok'] = rows[-1]['out_err'] < 5e-2 and rows[-1]['grad_err'] < 1e-1
+    return rows
+
+
 def nan_semantics(dev) -> list[dict]:
     "A NaN in a token reaches exactly the queries whose window holds it, on the device, in every version."
     rows = []
@@ -407,6 +425,10 @@ def markdown(data: dict) -> str:
                   f"{len(c) - len(bad)} of {len(c)} (version, case) pairs within 1e-4 (outputs) and 1e-3 (gradients); "
                   f"largest errors: outputs {max(r['out_err'] for r in c):.1e}, gradients {max(r['grad_err'] for r in c):.1e}.", '']
         if bad: lines += ['Outside: ' + ', '.join(f"{r['version']} {r['pe']} {r['structure']}" for r in bad), '']
+    if data.get('bf16'):
+        lines += ['## bfloat16 autocast against Version 1 in float64 (within 5e-2 outputs, 1e-1 gradients)', '',
+                  ', '.join(f"{r['version']}: {'ok' if r['ok'] else 'FAILED'} ({r['out_err']:.1e}, {r['grad_err']:.1e})"
+                            for r in data['bf16']), '']
     for key, title in (('nan', 'NaN semantics on the device'), ('compile', 'torch.compile of the block against eager')):
         rows = data.get(key, [])
         if rows: lines += [f"## {title}", '', ', '.join(f"{r['version']}{' ' + str(r.get('threshold', '')) if key == 'nan' else ''}: "
@@ -515,12 +537,13 @@ def main(argv=None):
         for name, f in FUSED.items(): VERSIONS.setdefault(name, f)  # see GPU_ONLY
     size = PAPER if dev.type == 'cuda' else SMALL
     data['size'] = size
-    sections = [('correctness', lambda: correctness(dev, a.quick)), ('nan', lambda: nan_semantics(dev)),
+    sections = [('correctness', lambda: correctness(dev, a.quick)), ('bf16', lambda: bf16_correctness(dev)),
+                ('nan', lambda: nan_semantics(dev)),
                 ('syncs', lambda: host_syncs(dev)), ('compile', lambda: compiled_block(dev, a.quick)),
                 ('layer', lambda: layer(dev, a.quick, size)), ('run', lambda: real_run(dev, a.quick, Path(a.data_tar), size)),
                 ('flex', lambda: flex_probe(dev, a.quick, size)),
                 ('train', lambda: training(dev, a.quick, size, lambda r: save(r, 'train'), time_left))]
-    group = dict(nan='correctness', syncs='correctness', compile='correctness')
+    group = dict(bf16='correctness', nan='correctness', syncs='correctness', compile='correctness')
     for key, fn in sections:
         if group.get(key, key) in a.skip: continue
         t = time.perf_counter()
@@ -531,7 +554,7 @@ def main(argv=None):
         print(f"{key}: {time.perf_counter() - t:.1f} s", flush=True)
         save()
     print(markdown(data))
-    failed = [r for k in ('correctness', 'nan', 'compile') for r in data.get(k, []) if not r.get('ok', True)]
+    failed = [r for k in ('correctness', 'bf16', 'nan', 'compile') for r in data.get(k, []) if not r.get('ok', True)]
     return 1 if data['errors'] or failed else 0
 
 
