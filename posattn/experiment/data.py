@@ -93,9 +93,12 @@ def _resize(x: Tensor, # images [n, H, W, C]
 
 # %% ../../nbs/41_experiment.data.ipynb #8b264e92
 def _cache_key(dataset: str, root: Path, resolution: int | None) -> str:
-    src = str(root.resolve())
-    if dataset == 'imagefolder': src += f":{sum(1 for _ in root.glob('*/*'))}"
-    return f"{dataset}-{hashlib.sha1(src.encode()).hexdigest()[:10]}-{resolution or 'full'}.pt"
+    "The cache file's name: the source (for an ImageFolder copy, each file's name, size and modification time) and the resolution."
+    h = hashlib.sha1(str(root.resolve()).encode())
+    if dataset == 'imagefolder':
+        for f in sorted(root.glob('*/*')):
+            st = f.stat(); h.update(f'{f.relative_to(root).as_posix()}:{st.st_size}:{st.st_mtime_ns}\n'.encode())
+    return f"{dataset}-{h.hexdigest()[:10]}-{resolution or 'full'}.pt"
 
 def _cached_cifar(dataset: str, root: Path, resolution: int | None, cache_dir: Path,
                   download: bool = True) -> tuple[Tensor, Tensor, list[str]]:
