@@ -269,6 +269,10 @@ def markdown_pages(stage: Path, site: Site, out: Path) -> int:
     return n
 
 
+def _shown(path: Path) -> Path:
+    "A path as the log shows it: relative to the repository when inside it (an --out elsewhere is shown whole)."
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--out', default='_site', help='the site, relative to the repository')
@@ -306,7 +310,7 @@ def main(argv=None) -> int:
         print(f'docs FAILED: {e}', file=sys.stderr); return 1
     pages = len(list(out.rglob('*.html')))
     _log(f'{len(todo)} notebooks executed in {t1 - t0:.0f} s; {pages} HTML pages and {n_md} Markdown pages in '
-         f'{out.relative_to(ROOT)}/ ({time.monotonic() - t1:.0f} s of Sphinx); open {out.relative_to(ROOT)}/index.html')
+         f'{_shown(out)}/ ({time.monotonic() - t1:.0f} s of Sphinx); open {_shown(out)}/index.html')
     return 0
 
 
