@@ -13,7 +13,7 @@ Runs from the checkout with nothing installed (`PYTHONPATH=. python scripts/gpu_
 writes to results/bench/gpu-cpu.json, which is not versioned, so a CPU pass never replaces a GPU's results.
 Every section is written as soon as it ends; an error in one is recorded and the next one runs.
 """
-import argparse, copy, json, math, os, platform, sys, tarfile, tempfile, time, traceback, warnings
+import argparse, copy, functools, json, math, os, platform, sys, tarfile, tempfile, time, traceback, warnings
 from pathlib import Path
 
 import torch
@@ -33,7 +33,8 @@ from posattn.layers.triton_kernel import attend_triton  # noqa: E402
 # The fused versions are not in the block's VERSIONS until this check has passed them on a GPU (nbs/22a_layers.flex.ipynb,
 # nbs/22b_layers.triton_kernel.ipynb): registered here, for this process only, so that the block, the classifier and
 # the training step can run them.
-FUSED = dict(flex=attend_flex, triton=attend_triton)
+FUSED = dict(flex=attend_flex, triton=attend_triton,  # triton: the positional term from the table P
+             triton_band=functools.partial(attend_triton, band=True))  # computed in the kernels: memory O(N)
 GPU_ONLY = tuple(FUSED)  # versions without a backward on the CPU (triton's runs there only in Triton's interpreter)
 
 PAPER = dict(batch=20, blocks=6, d=64, heads=8, sides=(32, 16))  # the paper's configuration (Section 5), and 16x16

@@ -1,4 +1,4 @@
-"""Version 1's attention in three Triton kernels written for it: the four-term score, the Gaussian and the window computed tile by tile, forward and backward, visiting only the key blocks the window reaches; the slots' gradients written without atomics. Tested here in Triton's interpreter; not yet selectable in the block.
+"""Version 1's attention in three Triton kernels written for it: the four-term score, the Gaussian and the window computed tile by tile, forward and backward, visiting only the key blocks the window reaches; the positional term read from a table or computed in the kernels; the slots' gradients written without atomics. Tested here in Triton's interpreter; not yet selectable in the block.
 
 Docs: https://posattn.github.io/posattn/layers.triton_kernel.html.md"""
 
@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/layers.triton_kernel.html.md"""
 __all__ = ['TRITON_SLOTS', 'attend_triton']
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #10228e0b
-import math
+import functools, math
 from typing import Sequence
 import torch
 from torch import Tensor
@@ -52,6 +52,24 @@ def _reach(lo_tok, hi_tok, N, S0: tl.constexpr, W0: tl.constexpr):
     hi = tl.minimum((tl.minimum(hi_tok, N) - 1) // st + a + 1, S0) * st
     return lo, hi
 
+# %% ../../nbs/22b_layers.triton_kernel.ipynb #76b2e831
+@functools.lru_cache(maxsize=64)
+def _band_width(S: tuple, W: tuple, block: int) -> int:
+    "The widest range of window slots one tile's pairs use, over the tiles the kernels visit, as a power of two."
+    N, st, h = math.prod(S), math.prod(S[1:]), (W[0] - 1) // 2
+    coords = torch.stack(torch.meshgrid(*[torch.arange(s) for s in S], indexing='ij'), -1).reshape(N, -1)
+    delta = coords[None, :, :] - coords[:, None, :] + torch.tensor([(w - 1) // 2 for w in W])
+    inside = ((delta >= 0) & (delta < torch.tensor(W))).all(-1)
+    m = (delta * torch.tensor([math.prod(W[k + 1:]) for k in range(len(W))])).sum(-1)
+    widest = 1
+    for p in range(0, N, block):
+        lo, hi = max(p // st - h, 0) * st, min((min(p + block, N) - 1) // st + h + 1, S[0]) * st
+        for s in range(lo, hi, block):
+            for mm, ok in ((m[p:p + block, s:s + block], inside[p:p + block, s:s + block]),
+                           (m[s:s + block, p:p + block], inside[s:s + block, p:p + block])):
+                if ok.any(): widest = max(widest, int(mm[ok].max() - mm[ok].min()) + 1)
+    return max(16, triton.next_power_of_2(widest))
+
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #45634c0c
 @triton.jit
 def _rows(X, base, r, f, N, D):
@@ -71,37 +89,47 @@ def _dot(a, b, IEEE: tl.constexpr):
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #4bfd553d
 @triton.jit
-def _scores(q, k, i, j, bh, N, M, H, P, G, Bi, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr,
-            W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr, HAS_P: tl.constexpr, HAS_G: tl.constexpr,
-            HAS_B: tl.constexpr, IEEE: tl.constexpr):
-    "The tile's scores (-inf outside the window), the part the Gaussian multiplies, the Gaussian, the slots, inside."
+def _scores(q, k, qv, i, j, bh, N, M, H, D, f, P, R, G, Bi, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr,
+            W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr, HAS_P: tl.constexpr, BAND: tl.constexpr,
+            HAS_G: tl.constexpr, HAS_B: tl.constexpr, MT: tl.constexpr, IEEE: tl.constexpr):
+    "The tile's scores (-inf outside the window), the part G multiplies, G, the slots, inside; the band's first slot and encodings."
     m, inside = _pairs(i, j, N, S0, S1, S2, W0, W1, W2)
     pre = _dot(q, tl.trans(k), IEEE)
+    lo = 0
+    r = tl.zeros([MT, 16], tl.float32)  # stands for the band's encodings without BAND
     if HAS_P: pre += tl.load(P + (bh * N).to(tl.int64) * M + i[:, None] * M + m, mask=inside, other=0.)  # B H N M can pass 2^31
+    if BAND:  # the positional term computed here: the queries against the band of encodings this tile's slots use
+        lo = tl.min(tl.min(tl.where(inside, m, M), 1), 0)
+        t = lo + tl.arange(0, MT)
+        r = tl.load(R + (bh % H) * M * D + t[:, None] * D + f[None, :], mask=(t[:, None] < M) & (f[None, :] < D), other=0.)
+        band = _dot(qv.to(tl.float32), tl.trans(r), IEEE)  # [BM, MT]
+        pre += tl.where(inside, tl.gather(band, tl.where(inside, m - lo, 0), 1), 0.)
     g = tl.full(pre.shape, 1., tl.float32)
     if HAS_G: g = tl.load(G + (bh % H) * M + m, mask=inside, other=0.)
     s = pre * g
     if HAS_B: s += tl.load(Bi + (bh % H) * M + m, mask=inside, other=0.)
-    return tl.where(inside, s, float('-inf')), pre, g, m, inside
+    return tl.where(inside, s, float('-inf')), pre, g, m, inside, lo, r
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #aa914c9d
 @triton.jit
-def _fwd(Q, K, V, P, G, Bi, O, L, N, M, H, D,
+def _fwd(Q, K, V, QV, P, R, G, Bi, O, L, N, M, H, D,
          S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-         HAS_P: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, IEEE: tl.constexpr,
-         BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
+         HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, MT: tl.constexpr,
+         IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
     "One block of BM queries against the key blocks its window reaches: online softmax, output and logsumexp."
     bh, i0, f = tl.program_id(1), tl.program_id(0) * BM, tl.arange(0, BD)
     i, base = i0 + tl.arange(0, BM), bh * N * D
     q = _rows(Q, base, i, f, N, D)
+    qv = q
+    if BAND: qv = _rows(QV, base, i, f, N, D)
     top = tl.full([BM], float('-inf'), tl.float32)  # running maximum
     total = tl.zeros([BM], tl.float32)  # running sum
     acc = tl.zeros([BM, BD], tl.float32)  # running output
     lo, hi = _reach(i0, i0 + BM, N, S0, W0)
     for start in range(lo, hi, BN):
         j = start + tl.arange(0, BN)
-        s, pre, g, m, inside = _scores(q, _rows(K, base, j, f, N, D), i, j, bh, N, M, H, P, G, Bi,
-                                       S0, S1, S2, W0, W1, W2, HAS_P, HAS_G, HAS_B, IEEE)
+        s, pre, g, m, inside, blo, r = _scores(q, _rows(K, base, j, f, N, D), qv, i, j, bh, N, M, H, D, f, P, R, G, Bi,
+                                               S0, S1, S2, W0, W1, W2, HAS_P, BAND, HAS_G, HAS_B, MT, IEEE)
         new = tl.maximum(top, tl.max(s, 1))
         safe = tl.where(new == float('-inf'), 0., new)
         w, shrink = tl.exp(s - safe[:, None]), tl.exp(top - safe)
@@ -114,10 +142,11 @@ def _fwd(Q, K, V, P, G, Bi, O, L, N, M, H, D,
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #25e93d5e
 @triton.jit
-def _bwd_kv(Q, K, V, P, G, Bi, dO, L, Delta, dK, dV, dP, dG, dB, N, M, H, D,
+def _bwd_kv(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dK, dV, dP, dG, dB, N, M, H, D,
             S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-            HAS_P: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, NEED_P: tl.constexpr, NEED_G: tl.constexpr,
-            NEED_B: tl.constexpr, IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
+            HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, NEED_P: tl.constexpr,
+            NEED_G: tl.constexpr, NEED_B: tl.constexpr, MT: tl.constexpr, IEEE: tl.constexpr, BM: tl.constexpr,
+            BN: tl.constexpr, BD: tl.constexpr):
     "One block of BN keys against the query blocks that reach it: dK, dV, and the gradients of the pairs' slots."
     bh, j0, f = tl.program_id(1), tl.program_id(0) * BN, tl.arange(0, BD)
     j, base = j0 + tl.arange(0, BN), bh * N * D
@@ -128,9 +157,12 @@ def _bwd_kv(Q, K, V, P, G, Bi, dO, L, Delta, dK, dV, dP, dG, dB, N, M, H, D,
     for start in range(lo, hi, BM):
         i = start + tl.arange(0, BM)
         q, do = _rows(Q, base, i, f, N, D), _rows(dO, base, i, f, N, D)
+        qv = q
+        if BAND: qv = _rows(QV, base, i, f, N, D)
         lse = tl.load(L + bh * N + i, mask=i < N, other=0.)
         delta = tl.load(Delta + bh * N + i, mask=i < N, other=0.)
-        s, pre, g, m, inside = _scores(q, k, i, j, bh, N, M, H, P, G, Bi, S0, S1, S2, W0, W1, W2, HAS_P, HAS_G, HAS_B, IEEE)
+        s, pre, g, m, inside, blo, r = _scores(q, k, qv, i, j, bh, N, M, H, D, f, P, R, G, Bi, S0, S1, S2, W0, W1, W2,
+                                               HAS_P, BAND, HAS_G, HAS_B, MT, IEEE)
         w = tl.exp(s - lse[:, None])  # the weights; 0 outside the window
         dv += _dot(tl.trans(w), do, IEEE)
         ds = w * (_dot(do, tl.trans(v), IEEE) - delta[:, None])  # the gradient of the score
@@ -145,25 +177,45 @@ def _bwd_kv(Q, K, V, P, G, Bi, dO, L, Delta, dK, dV, dP, dG, dB, N, M, H, D,
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #21e42fdc
 @triton.jit
-def _bwd_q(Q, K, V, P, G, Bi, dO, L, Delta, dQ, N, M, H, D,
+def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, N, M, H, D,
            S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-           HAS_P: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, IEEE: tl.constexpr,
-           BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
-    "One block of BM queries against the key blocks it reaches: dQ."
+           HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, MT: tl.constexpr,
+           IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
+    "One block of BM queries against the key blocks it reaches: dQ; with BAND also d(QV) and this block's part of dR."
     bh, i0, f = tl.program_id(1), tl.program_id(0) * BM, tl.arange(0, BD)
     i, base = i0 + tl.arange(0, BM), bh * N * D
     q, do = _rows(Q, base, i, f, N, D), _rows(dO, base, i, f, N, D)
+    qv = q
+    if BAND: qv = _rows(QV, base, i, f, N, D)
     lse = tl.load(L + bh * N + i, mask=i < N, other=0.)
     delta = tl.load(Delta + bh * N + i, mask=i < N, other=0.)
     dq = tl.zeros([BM, BD], tl.float32)
+    dqv = tl.zeros([BM, BD], tl.float32)
+    part = dR + ((bh * tl.num_programs(0) + tl.program_id(0)).to(tl.int64) * M) * D  # this program's own [M, D] of dR
     lo, hi = _reach(i0, i0 + BM, N, S0, W0)
     for start in range(lo, hi, BN):
         j = start + tl.arange(0, BN)
         k, v = _rows(K, base, j, f, N, D), _rows(V, base, j, f, N, D)
-        s, pre, g, m, inside = _scores(q, k, i, j, bh, N, M, H, P, G, Bi, S0, S1, S2, W0, W1, W2, HAS_P, HAS_G, HAS_B, IEEE)
+        s, pre, g, m, inside, blo, r = _scores(q, k, qv, i, j, bh, N, M, H, D, f, P, R, G, Bi, S0, S1, S2, W0, W1, W2,
+                                               HAS_P, BAND, HAS_G, HAS_B, MT, IEEE)
         w = tl.exp(s - lse[:, None])
-        dq += _dot(w * (_dot(do, tl.trans(v), IEEE) - delta[:, None]) * g, k, IEEE)
+        dpre = w * (_dot(do, tl.trans(v), IEEE) - delta[:, None]) * g
+        dq += _dot(dpre, k, IEEE)
+        if BAND:  # each (query, band slot) has at most one key: its dpre, found by the reverse gather
+            sl = blo + tl.arange(0, MT)
+            c0 = i[:, None] // (S1 * S2) + (sl[None, :] // (W1 * W2)) - (W0 - 1) // 2
+            c1 = (i[:, None] // S2) % S1 + (sl[None, :] // W2) % W1 - (W1 - 1) // 2
+            c2 = i[:, None] % S2 + sl[None, :] % W2 - (W2 - 1) // 2
+            local = (c0 * S1 + c1) * S2 + c2 - start
+            ok = ((c0 >= 0) & (c0 < S0) & (c1 >= 0) & (c1 < S1) & (c2 >= 0) & (c2 < S2) & (sl[None, :] < M)
+                  & (i[:, None] < N) & (local >= 0) & (local < BN))
+            dband = tl.where(ok, tl.gather(dpre, tl.where(ok, local, 0), 1), 0.)
+            dqv += _dot(dband, r, IEEE)
+            ptr = part + sl[:, None] * D + f[None, :]
+            keep = (sl[:, None] < M) & (f[None, :] < D)
+            tl.store(ptr, tl.load(ptr, mask=keep, other=0.) + _dot(tl.trans(dband), qv.to(tl.float32), IEEE), mask=keep)
     _put_rows(dQ, base, i, f, N, D, dq)
+    if BAND: _put_rows(dQV, base, i, f, N, D, dqv)
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #16749723
 def _launch_args(q: Tensor, block: int) -> dict:
@@ -172,42 +224,44 @@ def _launch_args(q: Tensor, block: int) -> dict:
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #9fd6fad4
 class _Fused(torch.autograd.Function):
-    "The kernels as one differentiable operation of (q, k, value, P, G, Bi); tables in float32."
+    "The kernels as one differentiable operation of (q, k, value, P or (QV, R), G, Bi); tables in float32."
     @staticmethod
-    def forward(ctx, q, k, value, P, G, Bi, S, W, block):
+    def forward(ctx, q, k, value, P, QV, R, G, Bi, S, W, block):
         B, H, N, D = q.shape
         M = math.prod(W)
         out, lse = torch.empty_like(q), torch.empty(B, H, N, device=q.device, dtype=torch.float32)
-        dummy = lse  # stands for an absent table (never read)
-        flags = dict(HAS_P=P is not None, HAS_G=G is not None, HAS_B=Bi is not None)
-        _fwd[(triton.cdiv(N, block), B * H)](q, k, value, P if P is not None else dummy, G if G is not None else dummy,
-                                             Bi if Bi is not None else dummy, out, lse, N, M, H, D, *S, *W, **flags,
-                                             **_launch_args(q, block))
-        ctx.save_for_backward(q, k, value, P, G, Bi, out, lse)
+        pick = lambda x: x if x is not None else lse
+        MT = _band_width(S, W, block) if QV is not None else 16
+        flags = dict(HAS_P=P is not None, BAND=QV is not None, HAS_G=G is not None, HAS_B=Bi is not None, MT=MT)
+        _fwd[(triton.cdiv(N, block), B * H)](q, k, value, pick(QV), pick(P), pick(R), pick(G), pick(Bi), out, lse,
+                                             N, M, H, D, *S, *W, **flags, **_launch_args(q, block))
+        ctx.save_for_backward(q, k, value, P, QV, R, G, Bi, out, lse)
         ctx.geometry, ctx.block, ctx.flags = (S, W), block, flags
         return out
 
     @staticmethod
     def backward(ctx, do):
-        q, k, value, P, G, Bi, out, lse = ctx.saved_tensors
+        q, k, value, P, QV, R, G, Bi, out, lse = ctx.saved_tensors
         (S, W), block, flags = ctx.geometry, ctx.block, ctx.flags
         B, H, N, D = q.shape
-        M = math.prod(W)
+        M, nq = math.prod(W), triton.cdiv(N, block)
         do = do.contiguous()
         delta = (do.float() * out.float()).sum(-1)
         need = ctx.needs_input_grad
         slots = lambda needed: torch.zeros(B, H, N, M, device=q.device, dtype=torch.float32) if needed else None
-        dP, dG, dB = slots(need[3]), slots(need[4]), slots(need[5])
+        dP, dG, dB = slots(need[3]), slots(need[6]), slots(need[7])
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(value)
+        dQV = torch.empty_like(QV) if QV is not None else None
+        dRp = torch.zeros(B * H, nq, M, D, device=q.device, dtype=torch.float32) if QV is not None else None
         pick = lambda x: x if x is not None else lse
         args = dict(**flags, **_launch_args(q, block))
-        tables = (pick(P), pick(G), pick(Bi))
-        _bwd_kv[(triton.cdiv(N, block), B * H)](q, k, value, *tables, do, lse, delta, dk, dv, pick(dP), pick(dG),
-                                                pick(dB), N, M, H, D, *S, *W, NEED_P=dP is not None,
-                                                NEED_G=dG is not None, NEED_B=dB is not None, **args)
-        _bwd_q[(triton.cdiv(N, block), B * H)](q, k, value, *tables, do, lse, delta, dq, N, M, H, D, *S, *W, **args)
-        sum_slots = lambda t: None if t is None else t.sum((0, 2))  # [H, M]: every pair's gradient into its slot
-        return dq, dk, dv, dP, sum_slots(dG), sum_slots(dB), None, None, None
+        tables = (pick(QV), pick(P), pick(R), pick(G), pick(Bi))
+        _bwd_kv[(nq, B * H)](q, k, value, *tables, do, lse, delta, dk, dv, pick(dP), pick(dG), pick(dB), N, M, H, D,
+                             *S, *W, NEED_P=dP is not None, NEED_G=dG is not None, NEED_B=dB is not None, **args)
+        _bwd_q[(nq, B * H)](q, k, value, *tables, do, lse, delta, dq, pick(dQV), pick(dRp), N, M, H, D, *S, *W, **args)
+        sum_slots = lambda t: None if t is None else t.sum((0, 2))
+        dR = None if dRp is None else dRp.view(B, H, nq, M, D).sum((0, 2))
+        return dq, dk, dv, dP, dQV, dR, sum_slots(dG), sum_slots(dB), None, None, None
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #11808a4a
 TRITON_SLOTS = FLEX_SLOTS  # the slots of PositionTerms the kernels take: query (through P), factor, bias, rotate, scale
@@ -220,13 +274,14 @@ def _head_table(table: Tensor | None, H: int) -> Tensor | None:
     return (table.T if table.dim() == 2 else table.expand(H, -1)).float().contiguous()
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #748c0197
-def _check_call(t: PositionTerms, S: tuple, q: Tensor, block) -> None:
+def _check_call(t: PositionTerms, S: tuple, q: Tensor, block, band) -> None:
     "A ValueError for what the kernels cannot take (before any work), naming the versions that can."
     if other := [s for s in t.slots if s not in TRITON_SLOTS]:
         raise ValueError(f"version 'triton' takes the slots {TRITON_SLOTS}; this encoding also has {other}: use 'v1' or 'fast'")
     if len(S) > 3: raise ValueError(f"version 'triton' takes 1 to 3 dimensions (structure_size={list(S)}): use 'v1' or 'fast'")
     if isinstance(block, bool) or not isinstance(block, int) or block < 16 or block & (block - 1):
         raise ValueError(f"block={block!r} must be a power of two, at least 16")
+    if not isinstance(band, bool): raise ValueError(f"band={band!r} must be True or False")
     if not (q.device.type == 'cuda' or (q.device.type == 'cpu' and _INTERPRETED)):
         raise ValueError(f"version 'triton' runs on CUDA (got a tensor on {q.device}); on the CPU only in Triton's interpreter, "
                          "TRITON_INTERPRET=1 set before Triton is first imported (slow: for tests)")
@@ -242,19 +297,24 @@ def attend_triton(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [
                   span_size: Sequence[int], # the window; RelativeSize means no mask
                   encode: Encode | None = None, gaussian: Gauss | None = None,
                   *, terms: PositionTerms | None = None, # the slots of an encoding (TRITON_SLOTS), in place of encode and gaussian
-                  block: int = 64 # queries and keys per tile: a power of two, at least 16
+                  block: int = 64, # queries and keys per tile: a power of two, at least 16
+                  band: bool = False # the positional term computed in the kernels (memory O(N)) instead of read from P (O(N M))
                  ) -> Tensor: # [B, H, N, d_H]
     "Version 1's attention in posattn's own Triton kernels: forward and backward, tables over the window's offsets, only the key blocks the window reaches."
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
-    _check_call(t, S, q, block)
+    _check_call(t, S, q, block, band)
     B, H, N, d = q.shape
     scale = t.scale / math.sqrt(d)
     offsets = relative_offsets(W, q.device).reshape(-1, len(S))  # the window's slots [M, n]
-    P = None if t.query is None else torch.einsum(  # [B, H, N, M]
-        'bhnd,mhd->bhnm', (q if v is None else q + v[:, None]) * scale, t.query(offsets).reshape(-1, H, d)).float().contiguous()
+    P = QV = R = None
+    if t.query is not None:
+        E, qv = t.query(offsets).reshape(-1, H, d), (q if v is None else q + v[:, None]) * scale  # [M, H, d_H], [B, H, N, d_H]
+        if band: QV, R = qv.contiguous(), E.permute(1, 0, 2).float().contiguous()
+        else: P = torch.einsum('bhnd,mhd->bhnm', qv, E).float().contiguous()  # [B, H, N, M]
     G, Bi = (_head_table(None if f is None else f(offsets), H) for f in (t.factor, t.bias))
     masked = W != relative_size(S)
     finite = value.masked_fill(~torch.isfinite(value), 0) if masked else value
     S3, W3 = _geometry(S, W)
-    out = _Fused.apply(((q + u[:, None]) * scale).contiguous(), k.contiguous(), finite.contiguous(), P, G, Bi, S3, W3, block)
+    out = _Fused.apply(((q + u[:, None]) * scale).contiguous(), k.contiguous(), finite.contiguous(), P, QV, R, G, Bi, S3, W3,
+                       block)
     return out + nonfinite_part(value, span_mask(W, S, q.device)).to(out.dtype) if masked else out
