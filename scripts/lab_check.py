@@ -272,6 +272,10 @@ def check_notebook(driver, lab: Lab, nb: str, out: Path, timeout: float) -> dict
                 open_seconds=round(t_open, 1), run_seconds=round(ran, 1), total_seconds=round(time.monotonic() - t0, 1), screenshot=str(shot))
 
 
+def _shown(path: Path) -> Path:
+    "A path as the log shows it: relative to the repository when inside it (an --out elsewhere is shown whole)."
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('notebooks', nargs='+', help='notebooks under nbs/, e.g. index.ipynb')
@@ -301,7 +305,7 @@ def main(argv=None) -> int:
                     results.append(r)
                     _log(f"{nb}: OK: opened with an idle kernel in {r['open_seconds']} s, {r['code_cells']} code cells run in "
                          f"{r['run_seconds']} s, {r['images']} images, "
-                         f"screenshot {Path(r['screenshot']).relative_to(ROOT)}")
+                         f"screenshot {_shown(Path(r['screenshot']))}")
             except Exception as e: # a failed check, or the browser could not do what was asked (selenium's errors)
                 what = str(e) if isinstance(e, CheckFailed) else \
                        f'the browser failed: {type(e).__name__}: {getattr(e, "msg", None) or e}'

@@ -300,7 +300,7 @@ def attend_triton(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [
                   block: int = 64, # queries and keys per tile: a power of two, at least 16
                   band: bool = False # the positional term computed in the kernels (memory O(N)) instead of read from P (O(N M))
                  ) -> Tensor: # [B, H, N, d_H]
-    "Version 1's attention in posattn's own Triton kernels: forward and backward, tables over the window's offsets, only the key blocks the window reaches."
+    "Version 1's attention in posattn's own Triton kernels, forward and backward, over the key blocks the window reaches; positions from P or the band."
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     _check_call(t, S, q, block, band)
     B, H, N, d = q.shape
