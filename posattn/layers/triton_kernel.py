@@ -21,7 +21,7 @@ except ImportError as e:  # PyTorch's CUDA builds on Linux bring Triton; others 
 from ..core.geometry import relative_offsets, relative_size
 from ..core.scores import nonfinite_part
 from .version1 import Encode, Gauss, attend_setup, span_mask
-from .flex import FLEX_SLOTS
+from .flex import FLEX_SLOTS, pair_slots
 from ..encodings.terms import PositionTerms
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #5bd4bacf
@@ -52,22 +52,25 @@ def _reach(lo_tok, hi_tok, N, S0: tl.constexpr, W0: tl.constexpr):
     hi = tl.minimum((tl.minimum(hi_tok, N) - 1) // st + a + 1, S0) * st
     return lo, hi
 
+# %% ../../nbs/22b_layers.triton_kernel.ipynb #2bfd47c3
+def _tiles(structure_size: Sequence[int], span_size: Sequence[int], block: int) -> list[tuple[slice, slice]]:
+    "The (queries, keys) tiles the forward and dQ kernels compute: `_reach`'s rule in Python, for the host."
+    N, st, h = math.prod(structure_size), math.prod(structure_size[1:]), (span_size[0] - 1) // 2
+    out = []
+    for q0 in range(0, N, block):
+        lo, hi = max(q0 // st - h, 0) * st, min((min(q0 + block, N) - 1) // st + h + 1, structure_size[0]) * st
+        out += [(slice(q0, q0 + block), slice(start, start + block)) for start in range(lo, hi, block)]
+    return out
+
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #76b2e831
 @functools.lru_cache(maxsize=64)
-def _band_width(S: tuple, W: tuple, block: int) -> int:
+def _band_width(structure_size: tuple, span_size: tuple, block: int) -> int:
     "The widest range of window slots one tile's pairs use, over the tiles the kernels visit, as a power of two."
-    N, st, h = math.prod(S), math.prod(S[1:]), (W[0] - 1) // 2
-    coords = torch.stack(torch.meshgrid(*[torch.arange(s) for s in S], indexing='ij'), -1).reshape(N, -1)
-    delta = coords[None, :, :] - coords[:, None, :] + torch.tensor([(w - 1) // 2 for w in W])
-    inside = ((delta >= 0) & (delta < torch.tensor(W))).all(-1)
-    m = (delta * torch.tensor([math.prod(W[k + 1:]) for k in range(len(W))])).sum(-1)
-    widest = 1
-    for p in range(0, N, block):
-        lo, hi = max(p // st - h, 0) * st, min((min(p + block, N) - 1) // st + h + 1, S[0]) * st
-        for s in range(lo, hi, block):
-            for mm, ok in ((m[p:p + block, s:s + block], inside[p:p + block, s:s + block]),
-                           (m[s:s + block, p:p + block], inside[s:s + block, p:p + block])):
-                if ok.any(): widest = max(widest, int(mm[ok].max() - mm[ok].min()) + 1)
+    N = math.prod(structure_size)
+    m, inside = pair_slots(torch.arange(N)[:, None], torch.arange(N)[None, :], structure_size, span_size)
+    tiles = _tiles(structure_size, span_size, block)
+    tiles += [(keys, queries) for queries, keys in tiles]  # the dK and dV pass: the same rule, from the keys' side
+    widest = max((int(m[t][inside[t]].max() - m[t][inside[t]].min()) + 1 for t in tiles if inside[t].any()), default=1)
     return max(16, triton.next_power_of_2(widest))
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #45634c0c
