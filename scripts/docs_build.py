@@ -269,10 +269,6 @@ def markdown_pages(stage: Path, site: Site, out: Path) -> int:
     return n
 
 
-def _shown(path: Path) -> Path:
-    "A path as the log shows it: relative to the repository when inside it (an --out elsewhere is shown whole)."
-    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--out', default='_site', help='the site, relative to the repository')
@@ -308,6 +304,7 @@ def main(argv=None) -> int:
         shutil.rmtree(out, ignore_errors=True); shutil.move(built, out)
     except BuildFailed as e:
         print(f'docs FAILED: {e}', file=sys.stderr); return 1
+    from lab_check import _shown # the log's way of naming a path, shared with lab_check
     pages = len(list(out.rglob('*.html')))
     _log(f'{len(todo)} notebooks executed in {t1 - t0:.0f} s; {pages} HTML pages and {n_md} Markdown pages in '
          f'{_shown(out)}/ ({time.monotonic() - t1:.0f} s of Sphinx); open {_shown(out)}/index.html')
