@@ -62,14 +62,11 @@ def log_tail(path: str | Path, # a log file
 
 # %% ../../nbs/45_experiment.cluster.ipynb #aa406e39
 _SLURM_VARS = ('SLURM_JOB_ID', 'SLURM_ARRAY_JOB_ID', 'SLURM_ARRAY_TASK_ID', 'SLURM_RESTART_COUNT')
-_RUNTIME = ('_proc', '_attempt', '_ended', '_lock', '_t0', '_turn_passed') # one attempt's state: never pickled
 
 class RunFailed(RuntimeError):
     "A run's command failed; the message names the run and ends with its log's last lines."
 
-def _is_done(done) -> bool:
-    if done is None: return False
-    return bool(done()) if callable(done) else Path(done).exists()
+def _is_done(done) -> bool: return done is not None and (bool(done()) if callable(done) else Path(done).exists())
 
 def _check_task(name, cmd, env, done, lock, holder_env, busy):
     "Raise a ValueError naming the first argument of RunTask that is not what it must be."
@@ -89,6 +86,8 @@ def _check_task(name, cmd, env, done, lock, holder_env, busy):
 
 class RunTask(Checkpointable):
     "One run's command line as a checkpointable submitit task: skipped when done, requeued on timeout or preemption."
+    _proc = _attempt = _ended = _t0 = None # one attempt's state: private attributes are never pickled
+
     def __init__(self, name: str, # the run's name, e.g. 'span_2d-seed-9188'
                  cmd: Sequence[str], # the command line, e.g. the papermill command of the run
                  log: str | Path, # stdout and stderr of every attempt are appended here
@@ -110,12 +109,8 @@ class RunTask(Checkpointable):
         self.slots = None # (folder, n): at most n runs at once on this machine (set by `submit` for the local executor)
         self.turn = None # (folder, i): this task takes a slot after the array's tasks 0..i-1 (set by `submit`, local)
         self.stop_file = None # once this file exists, no attempt starts (set by `submit` for the local executor)
-        for k in _RUNTIME: setattr(self, k, None)
 
-    def __getstate__(self) -> dict: return {k: v for k, v in self.__dict__.items() if k not in _RUNTIME}
-    def __setstate__(self, state: dict):
-        self.__dict__.update(state)
-        for k in _RUNTIME: setattr(self, k, None)
+    def __getstate__(self) -> dict: return {k: v for k, v in self.__dict__.items() if not k.startswith('_')}
     def __repr__(self) -> str: return f'RunTask({self.name!r})'
     def __call__(self) -> dict: return self.run_once() # what submitit calls: one attempt (`run_once`, below)
 
@@ -127,11 +122,8 @@ def _method(name: str | None = None):
 
 def _now() -> str: return time.strftime('%Y-%m-%dT%H:%M:%S')
 
-def _usr_signal() -> int: # the signal submitit listens to: USR2 unless SUBMITIT_PREEMPT_SIGNAL says otherwise
-    return getattr(signal, 'SIG' + submitit.JobEnvironment.USR_SIG)
-
 def _child_setup(): # runs in the command's process before exec: submitit's signal is for the task, not the command
-    signal.signal(_usr_signal(), signal.SIG_IGN)
+    signal.signal(getattr(signal, 'SIG' + submitit.JobEnvironment.USR_SIG), signal.SIG_IGN) # USR2, or SUBMITIT_PREEMPT_SIGNAL
 
 def _job_id() -> str | None: # submitit's id of the running job ('12_3' for a SLURM array task), None outside a job
     try: return submitit.JobEnvironment().job_id
@@ -156,8 +148,8 @@ def _reap(p: subprocess.Popen): # collect the exit status without Popen.poll (se
     except ChildProcessError: return
     if pid: p.returncode = os.waitstatus_to_exitcode(status)
 
-def _group_alive(pgid: int) -> bool:
-    try: os.killpg(pgid, 0); return True
+def _signal_group(pgid: int, sig: int = 0) -> bool: # send `sig` to a process group (0: none); whether the group is there
+    try: os.killpg(pgid, sig); return True
     except (ProcessLookupError, PermissionError): return False
 
 @_method()
@@ -165,31 +157,24 @@ def _stop(self):
     "Stop the command and every process it started: SIGTERM to its process group, SIGKILL after `grace_s`."
     p = self._proc
     if p is None: return
-    try: os.killpg(p.pid, signal.SIGTERM)
-    except ProcessLookupError: pass
-    deadline = time.time() + self.grace_s
-    while True:
-        _reap(p)
-        if not _group_alive(p.pid) or time.time() > deadline: break
-        time.sleep(0.05)
-    try: os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError: pass
-    for _ in range(200): # killed processes are gone (and reaped) within milliseconds
-        _reap(p)
-        if p.returncode is not None and not _group_alive(p.pid): break
-        time.sleep(0.01)
+    for sig, wait_s in ((signal.SIGTERM, self.grace_s), (signal.SIGKILL, 2.0)): # killed processes go within milliseconds
+        _signal_group(p.pid, sig)
+        deadline = time.time() + wait_s
+        while True: # until the group is gone (its leader reaped: a zombie still counts) or the deadline
+            _reap(p)
+            if not _signal_group(p.pid) or time.time() > deadline: break
+            time.sleep(0.02)
 
 @_method()
 def _pass_turn(self):
-    "Let the array's next task go for a slot (local executor); once per attempt, however the attempt goes."
-    if not self.turn or self._turn_passed: return
+    "Let the array's next task go for a slot (local executor), however this attempt goes; passing it again changes nothing."
+    if not self.turn: return
     folder = Path(self.turn[0]); folder.mkdir(parents=True, exist_ok=True)
-    (folder / f'turn-{int(self.turn[1]) + 1}').touch(); self._turn_passed = True
+    (folder / f'turn-{int(self.turn[1]) + 1}').touch()
 
 @_method()
 def _acquire_slot(self):
-    "Wait for this task's turn (every earlier task of the array has a slot or has left), then for one of the `slots`."
-    if not self.slots: return
+    "Wait for this task's turn (every earlier task has a slot or has left), then for one of the `slots`: its locked file."
     import fcntl
     if self.turn and int(self.turn[1]) > 0:
         while not (Path(self.turn[0]) / f'turn-{int(self.turn[1])}').exists(): time.sleep(0.1)
@@ -197,22 +182,11 @@ def _acquire_slot(self):
     while True:
         for i in range(n):
             f = open(folder / f'slot-{i}.lock', 'a')
-            try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); self._lock = f; self._pass_turn(); return
+            try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); self._pass_turn(); return f
             except BlockingIOError: f.close()
         time.sleep(0.2)
 
-@_method()
-def _release_slot(self):
-    if self._lock is not None: self._lock.close(); self._lock = None
-
 # %% ../../nbs/45_experiment.cluster.ipynb #1ff65348
-def _environment(extra: dict) -> dict:
-    env = dict(os.environ)
-    for k, v in extra.items():
-        if v is None: env.pop(k, None)
-        else: env[k] = v
-    return env
-
 @_method()
 def _on_term(self, signum, frame):
     "SIGTERM: stop the command, record the attempt `terminated` (if it started) and leave at once, without a result."
@@ -230,13 +204,14 @@ def _no_run(self, n: int, status: str, note: str = '') -> dict:
 def _start(self, n: int):
     "Record the start, write the log's header, start the command (told who holds the lock, when there is one)."
     self._record_start(n); self.log.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(self.env, **({self.holder_env: str(os.getpid())} if self.holder_env else {}))
+    holder = {self.holder_env: str(os.getpid())} if self.holder_env else {}
+    env = {k: v for k, v in {**os.environ, **self.env, **holder}.items() if v is not None} # None removes a variable
     with open(self.log, 'a') as log:
         job = _job_id()
         log.write(f"\n=== {self.name}: attempt {n} at {_now()} on {socket.gethostname()}{' job ' + job if job else ''}: "
                   f"{' '.join(self.cmd)} ===\n"); log.flush()
         self._proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd,
-                                      env=_environment(env), start_new_session=True, preexec_fn=_child_setup)
+                                      env=env, start_new_session=True, preexec_fn=_child_setup)
 
 @_method()
 def _wait(self) -> int:
@@ -259,8 +234,8 @@ def _run_once(self) -> dict:
     if main and self.stop_file and Path(self.stop_file).exists(): self._on_term(signal.SIGTERM, None) # see `stop`
     try:
         if _is_done(self.done): return self._no_run(n, 'skipped')
-        self._acquire_slot()
         with contextlib.ExitStack() as held:
+            if self.slots: held.enter_context(self._acquire_slot()) # the slot's lock file: closed (freed) when the attempt ends
             if self.lock is not None:
                 try: held.enter_context(self.lock())
                 except self.busy as e: return self._no_run(n, 'busy', str(e))
@@ -268,18 +243,16 @@ def _run_once(self) -> dict:
             self._start(n); code = self._wait()
     finally:
         if main: signal.signal(signal.SIGTERM, old_term)
-        self._release_slot(); self._pass_turn()
-    if code != 0:
-        self._record_end('failed', returncode=code)
-        raise RunFailed(f"run {self.name!r} failed: its command exited with code {code} (attempt {n}); "
-                        f"last lines of {self.log}:\n{log_tail(self.log)}")
-    if self.done is not None and not _is_done(self.done):
-        self._record_end('failed', returncode=0, note='exit 0 but not done')
+        self._pass_turn()
+    if code == 0 and (self.done is None or _is_done(self.done)):
+        self._record_end('ok')
+        return dict(name=self.name, status='ok', attempt=n, seconds=round(time.time() - self._t0, 3))
+    if code: why, note = f'exited with code {code} (attempt {n})', {}
+    else:
         missing = 'its done check says no' if callable(self.done) else f'{self.done} is missing'
-        raise RunFailed(f"run {self.name!r} failed: its command exited with 0 but the run is not done "
-                        f"({missing}); last lines of {self.log}:\n{log_tail(self.log)}")
-    self._record_end('ok')
-    return dict(name=self.name, status='ok', attempt=n, seconds=round(time.time() - self._t0, 3))
+        why, note = f'exited with 0 but the run is not done ({missing})', {'note': 'exit 0 but not done'}
+    self._record_end('failed', returncode=code, **note)
+    raise RunFailed(f"run {self.name!r} failed: its command {why}; last lines of {self.log}:\n{log_tail(self.log)}")
 
 @_method('checkpoint')
 def _checkpoint(self, *args, **kwargs) -> DelayedSubmission:
@@ -311,8 +284,10 @@ SLURM_ONLY = ('partition', 'gpus_per_run', 'cpus_per_run', 'mem_gb') # options t
 COMMON = ('time', 'array_parallelism', 'signal_delay_s', 'max_timeouts') # options of both kinds
 NOT_SHARED = ('/tmp', '/var/tmp', '/dev/shm') # folders private to each machine
 
-def _check_options(kind: str, options: dict) -> dict:
-    "The options, checked: a ValueError names any that is unknown, not for `kind`, or out of range."
+def check_executor(kind: str, # 'local' or 'slurm'
+                   folder: str | Path, # submitit's folder (not created here)
+                   **options) -> dict: # the options of make_executor
+    "Every check of `make_executor`, with nothing created: the options checked, SLURM's commands found; warns of a folder under /tmp."
     check_choice('kind', kind, KINDS)
     unknown = sorted(set(options) - set(SLURM_ONLY) - set(COMMON))
     if unknown: raise ValueError(f"unknown option(s) {unknown}; accepted: {SLURM_ONLY + COMMON}")
@@ -328,14 +303,8 @@ def _check_options(kind: str, options: dict) -> dict:
     if 'mem_gb' in o: check_positive('mem_gb', o['mem_gb'])
     if 'signal_delay_s' in o and 'time_s' in o and o['signal_delay_s'] >= o['time_s']:
         raise ValueError(f"signal_delay_s={o['signal_delay_s']} must be shorter than the time limit ({o['time_s']:g} s)")
-    return o
-
-def check_executor(kind: str, # 'local' or 'slurm'
-                   folder: str | Path, # submitit's folder (not created here)
-                   **options) -> dict: # the options of make_executor
-    "Every check of `make_executor`, with nothing created: the options checked, SLURM's commands found; warns of a folder under /tmp."
-    o = _check_options(kind, options); folder = Path(folder).absolute()
     if kind == 'slurm':
+        folder = Path(folder).absolute()
         if shared := [r for r in NOT_SHARED if folder.is_relative_to(r)]:
             warnings.warn(f"folder={str(folder)!r} is under {shared[0]}, which is not shared between nodes: a task started "
                           "on another node will not find its pickle (use a folder on shared storage)")
@@ -455,15 +424,8 @@ def sacct_states(job_ids: Sequence[str] # SLURM job ids, '12' or '12_3'
     try: out = subprocess.run(['sacct', '-n', '-P', '-X', '-o', 'JobID,State', '-j', ','.join(arrays)],
                               capture_output=True, text=True, timeout=60, check=True).stdout
     except (subprocess.SubprocessError, OSError): return {}
-    states = {}
-    for line in out.splitlines():
-        jid, _, st = line.partition('|'); st = st.split(' ')[0]  # 'CANCELLED by 0' -> 'CANCELLED'
-        if m := re.fullmatch(r'(\d+)_\[([\d,-]+)(?:%\d+)?\]', jid):
-            for part in m.group(2).split(','):
-                lo, _, hi = part.partition('-')
-                for i in range(int(lo), int(hi or lo) + 1): states[f'{m.group(1)}_{i}'] = st
-        elif jid: states[jid] = st
-    return states
+    info = submitit.slurm.slurm.SlurmInfoWatcher().read_info('JobID|State\n' + out) # submitit's reader: it expands the ranges
+    return {jid: s.get('State', '').split(' ')[0] for jid, s in info.items()} # 'CANCELLED by 0' -> 'CANCELLED'
 
 def _alive(pid) -> bool: # a live process of this machine (a zombie is not)
     try: os.kill(int(pid), 0)
