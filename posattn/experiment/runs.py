@@ -13,7 +13,7 @@ __all__ = ['W0_GRID', 'TREATMENTS', 'PAPER_TREATMENTS', 'SEEDS', 'STUDY_SEEDS', 
            'check_outputs', 'RunLocked', 'lock_holder', 'run_lock', 'clean_tmp']
 
 # %% ../../nbs/40_experiment.runs.ipynb #cc202dbb
-import errno, fcntl, glob, hashlib, json, os, re, shutil, socket, subprocess, sys, tempfile, textwrap, time
+import errno, fcntl, glob, hashlib, json, os, shutil, socket, sys, tempfile, textwrap, time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -66,7 +66,6 @@ def code_version(root: Path | str | None = None # a source tree; None: the insta
     for f in sorted(f for f in root.rglob('*.py') if '__pycache__' not in f.parts):
         h.update(f.relative_to(root).as_posix().encode() + b'\0' + f.read_bytes() + b'\0')
     return h.hexdigest()[:12]
-
 
 # %% ../../nbs/40_experiment.runs.ipynb #8cb123fb
 _PE_OPTIONS = {('rel_bias', 1): dict(pe_options=dict(buckets=32)),  # T5's buckets along the 1,024-pixel sequence
@@ -211,9 +210,8 @@ def load_results(profile: str, # the profile whose results are read
     for p in sorted(Path(pattern.anchor).glob(str(pattern.relative_to(pattern.anchor)))):
         try: r = json.loads(p.read_text())
         except (OSError, ValueError) as e: notes.append(f'{p}: unreadable ({e.__class__.__name__}), skipped'); continue
-        if not (isinstance(r, dict) and r.get('finished') is True and 'val_acc_max' in r):
-            notes.append(f'{p}: not a finished result, skipped'); continue
-        runs.append(r)
+        if isinstance(r, dict) and r.get('finished') is True and 'val_acc_max' in r: runs.append(r)
+        else: notes.append(f'{p}: not a finished result, skipped')
     return runs, notes
 
 # %% ../../nbs/40_experiment.runs.ipynb #ee60e370
@@ -267,29 +265,27 @@ def config_diff(stored: dict, # the configuration of a stored result or checkpoi
             if k not in ignore and a.get(k, NOT_RECORDED) != b.get(k, NOT_RECORDED)}
 
 # %% ../../nbs/40_experiment.runs.ipynb #a5f481b9
-def _diff_text(diff: dict) -> str:
-    return '; '.join(f"{k} {old!r} -> {new!r}" for k, (old, new) in diff.items())
-
 def mismatch_message(found: dict, # what was found (a file, or a run's name) -> its config_diff with the request
                      what: str = 'stored result', # what kind of thing was found
                      note: str = '' # a sentence about this kind of thing, placed before the ways forward
                     ) -> str:
     "The refusal of stored results or checkpoints made otherwise: each differing setting, stored -> requested, and how to go on."
+    texts = {label: '; '.join(f"{k} {old!r} -> {new!r}" for k, (old, new) in diff.items())  # label -> its differences
+             for label, diff in found.items()}
+    made = 'made with another configuration than the one requested (setting stored -> requested)'
     if len(found) == 1:
-        (label, diff), = found.items()
-        lines = [f"The {what} {label} was made with another configuration than the one requested "
-                 f"(setting stored -> requested): {_diff_text(diff)}."]
+        (label, text), = texts.items()
+        lines = [f"The {what} {label} was {made}: {text}."]
     else:
         groups = {}
-        for label, diff in found.items(): groups.setdefault(_diff_text(diff), []).append(str(label))
-        lines = [f"{len(found)} {what}s were made with another configuration than the one requested "
-                 f"(setting stored -> requested):"]
+        for label, text in texts.items(): groups.setdefault(text, []).append(str(label))
+        lines = [f"{len(found)} {what}s were {made}:"]
         lines += [textwrap.fill(f"  {text}: {', '.join(labels)}", 116, subsequent_indent='      ',
                                 break_on_hyphens=False, break_long_words=False)
                   for text, labels in groups.items()]
     if note: lines.append(note)
-    settable = set(PROFILES['paper'])
-    stored = {k: old for k, (old, _) in next(iter(found.values())).items() if k in settable and old is not NOT_RECORDED}
+    first = next(iter(found.values()))
+    stored = {k: old for k, (old, _) in first.items() if k in PROFILES['paper'] and old is not NOT_RECORDED}
     it = 'it' if len(found) == 1 else 'them'
     reuse = f"ask for the stored settings to reuse {it} ({', '.join(f'{k}={v!r}' for k, v in stored.items())}); or " if stored else ''
     lines.append(f"To go on: {reuse}recompute with force=True (papermill: -p force True; sweep: -p force=true); "
@@ -300,10 +296,9 @@ def mismatch_message(found: dict, # what was found (a file, or a run's name) -> 
 def say(line: str):
     "One line for the person running the experiment: on stderr, and in a Jupyter kernel also on its console."
     print(line, file=sys.stderr, flush=True)
-    err = sys.stderr
-    if type(err).__module__.startswith('ipykernel'):
+    if type(sys.stderr).__module__.startswith('ipykernel'):
         try:
-            fd = err.fileno()  # ipykernel's fileno() is its copy of the console
+            fd = sys.stderr.fileno()  # ipykernel's fileno() is its copy of the console
             os.write(fd, (('\r\x1b[K' if os.isatty(fd) else '\n') + line + '\n').encode())  # over papermill's bar, or below it
         except (OSError, ValueError): pass  # a kernel that does not watch its file descriptors has no console copy
 
@@ -333,20 +328,14 @@ def set_aside(path: str | Path) -> Path:
     return new
 
 # %% ../../nbs/40_experiment.runs.ipynb #7dcb4676
-def _blocker(folder: Path) -> Path | None:
-    "The first existing path at or above `folder` that is not a folder."
-    for p in (folder, *folder.parents):
-        if p.exists(): return None if p.is_dir() else p
-    return None
-
 def check_outputs(files: Sequence[str | Path]):
     "Refuse, naming the path, when one of `files` could not be written: a folder in its place, or a folder it cannot make or write."
     for f in map(Path, files):
         if f.is_dir(): raise RunRefused(f"{f} is a folder where a file of this run should be written: move it away")
         try: f.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            b = _blocker(f.parent)
-            why = f"{b} is a file, not a folder" if b else f"{e.strerror or e}"
+            b = next((p for p in f.parents if p.exists()), None)  # the nearest existing path: a file blocks the folder
+            why = f"{b} is a file, not a folder" if b and not b.is_dir() else f"{e.strerror or e}"
             raise RunRefused(f"cannot make the folder {f.parent} for {f.name}: {why}") from None
         try:
             fd, probe = tempfile.mkstemp(dir=f.parent, prefix='.write-check-', suffix='.tmp')
@@ -388,6 +377,6 @@ def clean_tmp(files: Sequence[str | Path]) -> list[Path]:
     "Remove what interrupted atomic writes of `files` left behind (<name>.*.tmp); the paths removed. Hold the run's lock."
     gone = []
     for f in map(Path, files):
-        for t in sorted(f.parent.glob(glob.escape(f.name) + '.*.tmp')) if f.parent.is_dir() else ():
+        for t in sorted(f.parent.glob(glob.escape(f.name) + '.*.tmp')):  # none when the folder is missing
             t.unlink(missing_ok=True); gone.append(t)
     return gone

@@ -149,19 +149,14 @@ def _why_failed(task: RunTask, run: Run, error: Exception) -> str:
     if a.get('end') == 'failed' and a.get('returncode') is not None: return f"papermill exited with {a['returncode']}"
     return f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"[:300]
 
-def _result(job, wait_s: float) -> tuple:
-    "A job's outcome ('success', result) or ('error', why); ('missing', '') when it left no result within `wait_s`."
-    t0 = time.time()  # submitit itself would wait a minute for a result a killed task never writes
-    while not job.paths.result_pickle.exists() and time.time() - t0 < wait_s: time.sleep(0.5)
-    if not job.paths.result_pickle.exists(): return 'missing', ''
-    try: return 'success', job.result()
-    except Exception as e: return 'error', e
-
 def _outcome(job, task: RunTask, run: Run, wait_s: float = 0.0) -> tuple[str, str]:
     "('done' | 'skipped' | 'busy' | 'failed', what to say) for a job that has ended (`wait_s`: a shared disk's delay)."
-    kind, res = _result(job, wait_s)
-    if kind == 'missing': return 'failed', _why_failed(task, run, RuntimeError('the job ended without a result'))
-    if kind == 'error': return 'failed', _why_failed(task, run, res)
+    t0 = time.time()  # submitit itself would wait a minute for a result a killed task never writes
+    while not job.paths.result_pickle.exists() and time.time() - t0 < wait_s: time.sleep(0.5)
+    if not job.paths.result_pickle.exists():
+        return 'failed', _why_failed(task, run, RuntimeError('the job ended without a result'))
+    try: res = job.result()
+    except Exception as e: return 'failed', _why_failed(task, run, e)
     if res['status'] == 'busy': return 'busy', res.get('note', '')
     if res['status'] == 'skipped': return 'skipped', 'finished meanwhile by another process'
     return 'done', ''
@@ -206,51 +201,44 @@ class SweepInterrupted(KeyboardInterrupt):
 
 # %% ../../nbs/46_experiment.sweep.ipynb #59bb1aa5
 def _record(report: SweepReport, r: Run, status: str, why: str, bar=None):
-    if status == 'failed': report.failed.append((r, why))
-    elif status == 'busy': report.busy.append((r, why))
-    elif status == 'skipped': report.skipped.append(r)
-    else: report.done.append(r)
-    if bar is not None and status in ('failed', 'busy'): bar.write(f'{status.upper()} {r.name}: {why}' + (f'; log: {r.log}' if status == 'failed' else ''))
+    "File a run that ended under its status (a report field); a failed or busy one with its reason, also said above the bar."
+    if status in ('done', 'skipped'): getattr(report, status).append(r)
+    else:
+        getattr(report, status).append((r, why))
+        if bar is not None: bar.write(f'{status.upper()} {r.name}: {why}' + (f'; log: {r.log}' if status == 'failed' else ''))
 
 def _stop(pending: list, report: SweepReport, before: dict):
     "After a Ctrl-C on a local sweep: stop the runs, and sort each into the report (ended, interrupted, not started)."
     stop([job for job, _, _ in pending])
     for job, task, r in pending:
-        ran = [a for a in attempts(task.state)[before[task.name]:] if a.get('end') not in ('skipped', 'busy')]
-        if _result(job, 0)[0] != 'missing': _record(report, r, *_outcome(job, task, r))
+        ran = any(a.get('end') not in ('skipped', 'busy') for a in attempts(task.state)[before[task.name]:])
+        if job.paths.result_pickle.exists(): _record(report, r, *_outcome(job, task, r))
         elif ran: report.interrupted.append(r)
         else: report.not_started.append(r)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #053bf998
-def _watch(jobs: list, tasks: list, todo: list, report: SweepReport, local: bool, progress: bool, desc: str,
-           before: dict) -> SweepReport: # before: each task's number of attempts before the submission
-    "Wait for every job, recording each as it ends; on Ctrl-C stop the local runs (SLURM's go on), then SweepInterrupted."
-    pending = list(zip(jobs, tasks, todo))
-    with tqdm(total=len(todo), desc=desc, unit='run', disable=not progress) as bar:
+def _launch(todo: list[Run], report: SweepReport, notebook: Path, params: dict, profile: str, executor, wait: bool,
+            progress: bool, since: Path | None) -> SweepReport:
+    "Submit `todo` as one array through `executor`; unless `wait`, leave the runs to the scheduler, else record each as it ends."
+    tasks = [_task(r, notebook, notebook.parent, dict(params, treatment=r.treatment, seed=r.seed, profile=profile),
+                   params.get('threads'), since) for r in todo]
+    before = {t.name: len(attempts(t.state)) for t in tasks}  # each task's attempts before this submission
+    jobs = submit(tasks, executor, by_value=_code_modules(), watch=report.watch)
+    report.jobs = [str(j.job_id) for j in jobs]
+    if not wait: report.submitted = list(todo); return report
+    local, pending = executor.posattn['kind'] == 'local', list(zip(jobs, tasks, todo))
+    with tqdm(total=len(todo), desc=f'sweep {profile}', unit='run', disable=not progress) as bar:
         try:
             while pending:
                 for item in [p for p in pending if p[0].done()]:
                     _record(report, item[2], *_outcome(*item, wait_s=0 if local else 30), bar); pending.remove(item)
                     bar.update(1); bar.set_postfix(failed=len(report.failed))
                 if pending: time.sleep(0.3 if local else 5)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # the local runs are stopped, SLURM's go on
             if local: _stop(pending, report, before)
             else: report.submitted += [r for _, _, r in pending]
             raise SweepInterrupted(report) from None
     return report
-
-def _launch(todo: list[Run], report: SweepReport, notebook: Path, params: dict, profile: str, threads: int | None,
-            executor, wait: bool, progress: bool, since: Path | None) -> SweepReport:
-    "Submit `todo` as one array through `executor`; wait for the runs when `wait`, else leave them to the scheduler."
-    if not todo: return report
-    tasks = [_task(r, notebook, notebook.parent, dict(params, treatment=r.treatment, seed=r.seed, profile=profile),
-                   threads, since) for r in todo]
-    before = {t.name: len(attempts(t.state)) for t in tasks}
-    jobs = submit(tasks, executor, by_value=_code_modules(), watch=report.watch)
-    report.jobs = [str(j.job_id) for j in jobs]
-    local = executor.posattn['kind'] == 'local'
-    if not wait: report.submitted = list(todo); return report
-    return _watch(jobs, tasks, todo, report, local, progress, f'sweep {profile}', before)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #5e503128
 def submission_folder(profile: str, results_dir: str | Path | None = None) -> Path:
@@ -284,12 +272,11 @@ def _check_executor(executor: str, folder: Path, o: dict):
         if shared: warnings.simplefilter('ignore') # check_executor would say the same of the submission folder
         check_executor(executor, folder, **o)
 
-def _threads(params: dict, executor: str, o: dict) -> int | None:
-    "Each run's threads: as asked, or locally cores // jobs, or SLURM's cpus_per_run; set in params."
+def _threads(params: dict, executor: str, o: dict):
+    "Set each run's threads in params unless asked: locally cores // jobs, on SLURM its cpus_per_run."
     if 'threads' not in params:
         if executor == 'local': params['threads'] = max(1, _cores() // o['array_parallelism'])
         elif o.get('cpus_per_run'): params['threads'] = o['cpus_per_run']
-    return params.get('threads')
 
 def _wandb_group(profile: str, params: dict, group: str | None, name: str):
     "When W&B logging is on, give every run the group (default: the sweep's name); its credentials checked now."
@@ -330,7 +317,7 @@ def sweep(profile: str = 'cpu', # one of PROFILES
     notebook = Path(notebook or project_root() / 'nbs' / 'run_experiment.ipynb').resolve()
     if not notebook.exists(): raise ValueError(f"notebook={str(notebook)!r} does not exist")
     if results_dir is not None: params['results_dir'] = str(Path(results_dir).resolve())
-    threads = _threads(params, executor, o)
+    _threads(params, executor, o)
     _wandb_group(profile, params, wandb_group, name)
     todo, skipped = plan(profile, treatments, seeds, results_dir, params)
     watch = f"python -m posattn.sweep --status --profile {profile}" + (f" --results-dir {results_dir}" if results_dir else '')
@@ -344,8 +331,8 @@ def sweep(profile: str = 'cpu', # one of PROFILES
     with warnings.catch_warnings():
         warnings.simplefilter('ignore') # checked above, with the warnings that apply
         ex = make_executor(executor, folder, **o)
-    return _launch(todo, report, notebook, params, profile, threads, ex, executor == 'local' if wait is None else wait,
-                   progress, stamp if params.get('force') else None)
+    return _launch(todo, report, notebook, params, profile, ex, executor == 'local' if wait is None else wait, progress,
+                   stamp if params.get('force') else None)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #3f51195e
 def sweep_status(profile: str | None = None, # default: every profile with submissions
@@ -399,7 +386,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _print_status(profile: str | None, results_dir) -> int:
     found = sweep_status(profile, results_dir)
-    if not found: print(f"no submitted runs in {submission_folder(profile or '<profile>', results_dir)}"); return 0
+    if not found: print(f"no submitted runs in {submission_folder(profile or '<profile>', results_dir)}")
     for p, rows in found.items(): print(f"profile {p} ({submission_folder(p, results_dir)}):\n{status_table(rows)}\n")
     return 0
 
@@ -415,11 +402,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     "The command line: 0 when all runs are finished (or submitted), 1 when some failed, 2 for bad input or a refusal, 130 on Ctrl-C, 143 on SIGTERM."
     a = _parser().parse_args(argv)
     if a.status: return _print_status(a.profile, a.results_dir)
-    main_thread = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, _on_term) if main_thread else None  # `kill` stops the runs too, not only the sweep
+    if threading.current_thread() is not threading.main_thread(): return _main(a)  # only the main thread takes signals
+    old = signal.signal(signal.SIGTERM, _on_term)  # `kill` stops the runs too, not only the sweep
     try: return _main(a)
-    finally:
-        if main_thread: signal.signal(signal.SIGTERM, old)
+    finally: signal.signal(signal.SIGTERM, old)
 
 def _main(a) -> int:
     with warnings.catch_warnings():
