@@ -11,6 +11,7 @@ __all__ = ['FLOORS', 'summary_rows', 'summary_table', 'encodings_table', 'target
 
 # %% ../../nbs/47c_experiment.bench_report.ipynb #4db2a508
 import statistics
+from itertools import groupby
 from typing import Sequence
 import matplotlib.pyplot as plt
 from ..core.checks import check_choice
@@ -24,32 +25,57 @@ FLOORS = ('sdpa',) # versions that ignore the window: their mean per structure a
 
 def _label(xs) -> str: return 'x'.join(map(str, xs))
 
-def _window(case: dict) -> str:
-    "'full' for a case over the whole relative grid, else its SpanSize."
-    return 'full' if list(case['span_size']) == list(relative_size(case['structure_size'])) else _label(case['span_size'])
+def _window(span_size, structure_size) -> str:
+    "'full' for a SpanSize over the whole relative grid of `structure_size`, else the SpanSize."
+    return 'full' if list(span_size) == list(relative_size(structure_size)) else _label(span_size)
 
 def _ok(m: dict | None, field: str):
     "A measured field, None unless the case ran."
     return m[field] if m and m['status'] == 'ok' else None
 
+def _mean(cases: Sequence[dict], field: str):
+    "The mean of `field` over the cases that ran, None if none did."
+    xs = [c[field] for c in cases if c['status'] == 'ok']
+    return statistics.fmean(xs) if xs else None
+
+def _floor_cases(cases: Sequence[dict]) -> dict[tuple[str, str, int], list[dict]]:
+    "The floors' cases by (version, structure, batch)."
+    floors = {}
+    for c in cases:
+        if c['version'] in FLOORS: floors.setdefault((c['version'], _label(c['structure_size']), c['batch']), []).append(c)
+    return floors
+
 def summary_rows(cases: Sequence[dict] # results of `measure`, as `run_cases` writes them
                 ) -> dict[tuple[str, int, str], dict[str, dict]]:
     "{(structure, batch, window): {version: time_s, peak_mb, status}}; a floor's mean sits at every window of its structure and batch."
-    rows, floors = {}, {}
+    rows = {}
     for c in cases:
-        S, b = _label(c['structure_size']), c['batch']
-        if c['version'] in FLOORS: floors.setdefault((S, b, c['version']), []).append(c); continue
-        rows.setdefault((S, b, _window(c)), {})[c['version']] = dict(time_s=c['time_s'], peak_mb=c['peak_mb'], status=c['status'])
-    for (S, b, v), cs in floors.items():
-        ok = [c for c in cs if c['status'] == 'ok']
-        mean = dict(time_s=statistics.fmean(c['time_s'] for c in ok) if ok else None,
-                    peak_mb=statistics.fmean(c['peak_mb'] for c in ok) if ok else None, status='ok' if ok else cs[0]['status'])
+        if c['version'] in FLOORS: continue
+        key = (_label(c['structure_size']), c['batch'], _window(c['span_size'], c['structure_size']))
+        rows.setdefault(key, {})[c['version']] = dict(time_s=c['time_s'], peak_mb=c['peak_mb'], status=c['status'])
+    for (v, S, b), cs in _floor_cases(cases).items():
+        mean = dict(time_s=_mean(cs, 'time_s'), peak_mb=_mean(cs, 'peak_mb'),
+                    status='ok' if any(c['status'] == 'ok' for c in cs) else cs[0]['status'])
         for k in [k for k in rows if k[:2] == (S, b)] or [(S, b, 'any')]: rows.setdefault(k, {})[v] = mean
     return rows
 
 # %% ../../nbs/47c_experiment.bench_report.ipynb #ce7cafb3
 def _num(x, spec: str) -> str: return '' if x is None else format(x, spec)
 def _ratio(a, b): return a / b if a is not None and b else None
+
+def _trial_ratios(a: dict | None, b: dict | None, field: str) -> list[float]:
+    "a's `field` over b's within each trial both ran in (empty unless both have trials, see `train_rows`)."
+    ts, fs = (a or {}).get('trials', {}), (b or {}).get('trials', {})
+    return [r for k in ts if k in fs for r in [_ratio(_ok(ts[k], field), _ok(fs[k], field))] if r is not None]
+
+def _over(a: dict | None, b: dict | None, field: str):
+    "a's `field` over b's, None unless both ran; of results with trials (`train_rows`), the median of the ratios within them."
+    rs = _trial_ratios(a, b, field)
+    return statistics.median(rs) if rs else _ratio(_ok(a, field), _ok(b, field))
+
+def _time_cell(m: dict | None) -> str:
+    "A table's time: seconds, or the status's first word when the case did not run ('' without a case)."
+    return _num(_ok(m, 'time_s'), '.3f') or (m['status'].split(':')[0] if m else '')
 
 def summary_table(rows: dict, # `summary_rows`
                   versions: Sequence[str], # a time and a memory column each, in this order
@@ -58,68 +84,64 @@ def summary_table(rows: dict, # `summary_rows`
     "A Markdown table: per (structure, batch, window) each version's time and peak memory, then the ratios."
     head = (['structure', 'batch', 'window'] + [f'{v} s' for v in versions] + [f'{v} MB' for v in versions]
             + [f'{a}/{b} time' for a, b in ratios] + [f'{a}/{b} mem' for a, b in ratios])
-    lines = []
-    for (S, batch, w), vs in rows.items():
-        status = lambda v: vs[v]['status'].split(':')[0] if v in vs else ''
-        cells = ([S, str(batch), w] + [_num(_ok(vs.get(v), 'time_s'), '.3f') or status(v) for v in versions]
-                 + [_num(_ok(vs.get(v), 'peak_mb'), '.0f') for v in versions])
-        cells += [_num(_ratio(_ok(vs.get(a), f), _ok(vs.get(b), f)), '.2f') for f in ('time_s', 'peak_mb') for a, b in ratios]
-        lines.append(cells)
-    return markdown_table(head, lines)
+    cells = lambda vs: ([_time_cell(vs.get(v)) for v in versions] + [_num(_ok(vs.get(v), 'peak_mb'), '.0f') for v in versions]
+                        + [_num(_over(vs.get(a), vs.get(b), f), '.2f') for f in ('time_s', 'peak_mb') for a, b in ratios])
+    return markdown_table(head, [[S, str(batch), w, *cells(vs)] for (S, batch, w), vs in rows.items()])
 
 # %% ../../nbs/47c_experiment.bench_report.ipynb #a981228f
 def encodings_table(cases: Sequence[dict] # results of `measure` with several `pe` (and 'sdpa' floors)
                    ) -> str:
     "A Markdown table: per encoding, structure, batch and window the time and peak memory, and the time over SIREN's and over sdpa's."
-    key = lambda c: (c.get('pe', 'siren'), _label(c['structure_size']), c['batch'], _window(c))
-    runs = {key(c): c for c in cases if c['version'] not in FLOORS}
-    floors = {}
-    for c in cases:
-        if c['version'] in FLOORS and c['status'] == 'ok': floors.setdefault((_label(c['structure_size']), c['batch']), []).append(c['time_s'])
-    lines = []
-    for (pe, S, b, w), c in runs.items():
-        t, siren = _ok(c, 'time_s'), _ok(runs.get(('siren', S, b, w)), 'time_s')
-        floor = statistics.fmean(floors[(S, b)]) if (S, b) in floors else None
-        lines.append([pe, S, b, w, c['version'], _num(t, '.3f') or c['status'].split(':')[0], _num(_ok(c, 'peak_mb'), '.0f'),
-                      _num(_ratio(t, siren), '.2f'), _num(_ratio(t, floor), '.2f')])
+    key = lambda c: (c.get('pe', 'siren'), _label(c['structure_size']), c['batch'], _window(c['span_size'], c['structure_size']))
+    runs, floors = {key(c): c for c in cases if c['version'] not in FLOORS}, _floor_cases(cases)
+    lines = [[pe, S, b, w, c['version'], _time_cell(c), _num(_ok(c, 'peak_mb'), '.0f'),
+              _num(_over(c, runs.get(('siren', S, b, w)), 'time_s'), '.2f'),
+              _num(_ratio(_ok(c, 'time_s'), _mean(floors.get((FLOORS[0], S, b), []), 'time_s')), '.2f')]
+             for (pe, S, b, w), c in runs.items()]
     head = ['encoding', 'structure', 'batch', 'window', 'version', 'time s', 'peak MB', 'time / siren', 'time / sdpa']
     return markdown_table(head, lines)
 
 # %% ../../nbs/47c_experiment.bench_report.ipynb #5349f978
 _FIELDS = dict(time_s='time', peak_mb='peak memory')
 
+def _against(r: float, limit: float, strict: bool = False, note: str = '') -> str:
+    "A measured ratio against its target (`note` before the limit), and met or NOT met."
+    met = r < limit if strict else r <= limit
+    return f"{r:.2f} ({note}target {'below' if strict else 'at most'} {limit:.2f}): {'met' if met else 'NOT met'}"
+
 def target_line(rows: dict, # `summary_rows`
                 target: dict # ratio=(a, b), field ('time_s' or 'peak_mb'), limit, structure, batch; window (None: every window); strict
                ) -> str:
     "One target as a line: the measured ratio of a over b, the limit, and met or NOT met."
-    (a, b), field, limit, strict = target['ratio'], target['field'], target['limit'], target.get('strict', False)
+    (a, b), field = target['ratio'], target['field']
     check_choice('field', field, _FIELDS)
     S, batch, w = target['structure'], target['batch'], target.get('window')
-    keys = [k for k in rows if k[:2] == (S, batch) and (w is None or k[2] == w)]
-    found = [r for k in keys for r in [_ratio(_ok(rows[k].get(a), field), _ok(rows[k].get(b), field))] if r is not None]
+    found = [r for k, vs in rows.items() if k[:2] == (S, batch) and (w is None or k[2] == w)
+             for r in [_over(vs.get(a), vs.get(b), field)] if r is not None]
     where = f"{S}, batch {batch}, " + (f"window {w}" if w else f"every window ({len(found)} measured; the largest ratio)")
     text = f"- {where}: {_FIELDS[field]} {a}/{b}"
-    if not found: return f"{text}: not measured"
-    r = max(found); met = r < limit if strict else r <= limit
-    return f"{text}: {r:.2f} (target {'below' if strict else 'at most'} {limit:.2f}): {'met' if met else 'NOT met'}"
+    return f"{text}: {_against(max(found), target['limit'], target.get('strict', False))}" if found else f"{text}: not measured"
 
 # %% ../../nbs/47c_experiment.bench_report.ipynb #2a89797f
 def _floor_spread(cases: Sequence[dict]) -> str:
     "The spread of each floor's repeated measurements, per structure and batch."
-    seen = {}
-    for c in cases:
-        if c['version'] in FLOORS and c['status'] == 'ok':
-            seen.setdefault((c['version'], _label(c['structure_size']), c['batch']), []).append(c['time_s'])
+    seen = {k: [c['time_s'] for c in cs] for k, cs in _floor_cases([c for c in cases if c['status'] == 'ok']).items()}
     parts = [f"{S} batch {b}: {min(ts):.3f} to {max(ts):.3f} s ({len(ts)} cases)" for (v, S, b), ts in seen.items() if len(ts) > 1]
     return f"{FLOORS[0]} measured more than once (the same computation each time): " + '; '.join(parts) + '.' if parts else ''
 
 def _allocator_note(cases: Sequence[dict]) -> str:
     "The measured cases whose passes were timed with the allocator's defaults (kept memory ran out of the limit)."
-    odd = [f"{c['version']} {_label(c['structure_size'])} batch {c['batch']} window {_window(c)}" for c in cases
-           if c['status'] == 'ok' and c.get('kept_memory') is False]
+    odd = [f"{c['version']} {_label(c['structure_size'])} batch {c['batch']} window "
+           f"{_window(c['span_size'], c['structure_size'])}"
+           for c in cases if c['status'] == 'ok' and c.get('kept_memory') is False]
     return ('Timed with the allocator\'s defaults, because keeping freed memory fragmented the heap past the '
             f"case's memory limit (see 47_experiment.benchmark, Allocations), so their passes page-fault their memory "
             f"again and ratios against them flatter the other version: {'; '.join(odd)}.") if odd else ''
+
+def _head(title: str, m: dict, how: str) -> list[str]:
+    "A summary's start: its '#' title when given, then when it was measured (and the run it resumed), and `how`."
+    resumed = f", resuming a run of {m['resumed_from']['date']}" if m.get('resumed_from') else ''
+    return ([f'# {title}'] if title else []) + [f"Measured {m['date']}{resumed} {how}"]
 
 def summary_markdown(data: dict, # {'machine': ..., 'cases': [...]} as `run_cases` writes it
                      versions: Sequence[str], # a time and a memory column each
@@ -130,13 +152,11 @@ def summary_markdown(data: dict, # {'machine': ..., 'cases': [...]} as `run_case
     "The benchmark as one Markdown document: machine, table of times, memory and ratios, floor spread, targets."
     if not versions: raise ValueError(f"versions={versions!r} must name at least one version")
     m, rows = data['machine'], summary_rows(data['cases'])
-    resumed = f", resuming a run of {m['resumed_from']['date']}" if m.get('resumed_from') else ''
     floors = [v for v in versions if v in FLOORS]
-    out = [f'# {title}'] if title else []
-    out.append(f"Measured {m['date']}{resumed} with torch {m['torch']}, {m['threads']} threads on {m['cpu_count']} CPUs "
-               f"({m['cpu']}), load {m['load_1min']:.2f} at the start; times in seconds (median of the timed passes), "
-               "peak memory growth in MB." + (f" {', '.join(floors)} ignores the window: its columns are the mean of "
-                                              "its measurements at the structure and batch." if floors else ''))
+    out = _head(title, m, f"with torch {m['torch']}, {m['threads']} threads on {m['cpu_count']} CPUs ({m['cpu']}), load "
+                f"{m['load_1min']:.2f} at the start; times in seconds (median of the timed passes), peak memory growth in MB."
+                + (f" {', '.join(floors)} ignores the window: its columns are the mean of its measurements at the structure "
+                   "and batch." if floors else ''))
     out.append(summary_table(rows, versions, ratios))
     if floors and (spread := _floor_spread(data['cases'])): out.append(spread)
     if note := _allocator_note(data['cases']): out.append(note)
@@ -165,11 +185,11 @@ def plot_cases(cases: Sequence[dict], # results of `measure`
                     pts = sorted((c['span_size'][0], c[field]) for c in mine if c['version'] == v and c['batch'] == b)
                     if pts: ax.plot(*zip(*pts), _STYLES[i % 4], marker=_MARKERS[i % 4], color=colour, label=f'{v}, B={b}')
                 for v in [v for v in versions if v in FLOORS]:
-                    ys = [c[field] for c in mine if c['version'] == v and c['batch'] == b]
-                    if not ys: continue
-                    ax.axhline(statistics.fmean(ys), color='grey', ls=':', lw=1)
-                    ax.annotate(f'{v} B={b}', (1, statistics.fmean(ys)), xycoords=('axes fraction', 'data'), ha='right',
-                                va='bottom', fontsize=7, color='grey')
+                    y = _mean([c for c in mine if c['version'] == v and c['batch'] == b], field)
+                    if y is None: continue
+                    ax.axhline(y, color='grey', ls=':', lw=1)
+                    ax.annotate(f'{v} B={b}', (1, y), xycoords=('axes fraction', 'data'), ha='right', va='bottom', fontsize=7,
+                                color='grey')
             ax.set(xscale='log', yscale='log', xlabel=f'window side (SpanSize; {full} = full span)', ylabel=label,
                    title=f"{S}: {label.split(' (')[0]}")
             ax.set_xticks(sorted({c['span_size'][0] for c in mine if c['version'] not in FLOORS}) or [full])
@@ -204,25 +224,11 @@ def train_rows(cases: Sequence[dict] # results of `measure_train`
 
 def _windows(c: dict) -> str:
     "Each layer's SpanSize, consecutive equal ones once; 'full' for the whole relative grid."
-    if not c.get('spans'): return ''
-    full = list(relative_size(c['structure_size']))
-    ws = ['full' if s == full else _label(s) for s in c['spans']]
-    return ', '.join(w for i, w in enumerate(ws) if i == 0 or w != ws[i - 1])
-
-def _trial_ratios(c: dict | None, floor: dict | None, field: str) -> list[float]:
-    "The ratios to the floor within each trial both ran in (empty unless both have trials)."
-    if not (c and floor and 'trials' in c and 'trials' in floor): return []
-    pairs = [(c['trials'][k], floor['trials'][k]) for k in c['trials'] if k in floor['trials']]
-    return [r for a, b in pairs for r in [_ratio(_ok(a, field), _ok(b, field))] if r is not None]
-
-def _floor_ratio(c: dict, floor: dict | None, field: str):
-    "c's `field` over the floor's: the median of the ratios within trials where both have several, else of the two results."
-    rs = _trial_ratios(c, floor, field)
-    return statistics.median(rs) if rs else _ratio(_ok(c, field), _ok(floor, field))
+    return ', '.join(w for w, _ in groupby(_window(s, c['structure_size']) for s in c.get('spans') or []))
 
 def _ratio_cell(c: dict, floor: dict | None, field: str) -> str:
     "The ratio to the floor, followed by the range over the trials when there were several."
-    rs, r = _trial_ratios(c, floor, field), _floor_ratio(c, floor, field)
+    rs, r = _trial_ratios(c, floor, field), _over(c, floor, field)
     return _num(r, '.2f') + (f' ({min(rs):.2f}-{max(rs):.2f})' if len(rs) > 1 and c is not floor else '')
 
 def train_table(rows: dict # `train_rows`
@@ -232,11 +238,9 @@ def train_table(rows: dict # `train_rows`
     lines = []
     for (size, threads), ms in rows.items():
         floor = ms.get(TRAIN_FLOOR)
-        for name, c in ms.items():
-            cells = [size, str(threads), name, _windows(c), _num(_ok(c, 'time_s'), '.3f') or c['status'].split(':')[0],
-                     _num(_ok(c, 'images_per_s'), '.1f'), _ratio_cell(c, floor, 'time_s'),
-                     _num(_ok(c, 'peak_mb'), '.0f'), _ratio_cell(c, floor, 'peak_mb')]
-            lines.append(cells)
+        lines += [[size, str(threads), name, _windows(c), _time_cell(c), _num(_ok(c, 'images_per_s'), '.1f'),
+                   _ratio_cell(c, floor, 'time_s'), _num(_ok(c, 'peak_mb'), '.0f'), _ratio_cell(c, floor, 'peak_mb')]
+                  for name, c in ms.items()]
     return markdown_table(head, lines)
 
 def train_ratio_table(rows: dict # `train_rows`
@@ -246,10 +250,9 @@ def train_ratio_table(rows: dict # `train_rows`
     lines = []
     for (size, threads), ms in rows.items():
         floor = ms.get(TRAIN_FLOOR)
-        cells = [size, str(threads), _num(_ok(floor, 'images_per_s'), '.1f')]
-        cells += [_num(_floor_ratio(ms[n], floor, 'time_s'), '.2f') + ('x' if n in ms and _floor_ratio(ms[n], floor, 'time_s') else '')
-                  if n in ms else '' for n in names]
-        lines.append(cells)
+        ratios = [_over(ms[n], floor, 'time_s') if n in ms else None for n in names]
+        lines.append([size, str(threads), _num(_ok(floor, 'images_per_s'), '.1f')]
+                     + [_num(r, '.2f') + ('x' if r else '') for r in ratios])
     return markdown_table(['input', 'threads', 'floor images / s', *names], lines)
 
 # %% ../../nbs/47c_experiment.bench_report.ipynb #a921af2f
@@ -263,12 +266,11 @@ def train_target_lines(rows: dict, # `train_rows`
         if size not in limits: continue
         for field, limit in (('time_s', limits[size]), ('peak_mb', memory_limit)):
             found = {n: r for n, c in ms.items() if n != TRAIN_FLOOR
-                     for r in [_floor_ratio(c, ms.get(TRAIN_FLOOR), field)] if r is not None}
+                     for r in [_over(c, ms.get(TRAIN_FLOOR), field)] if r is not None}
             text = f"- {size}, {threads} thread{'s' if threads != 1 else ''}: {_FIELDS[field]} / floor"
-            if not found: out.append(f"{text}: not measured"); continue
-            worst = max(found, key=found.get)
-            out.append(f"{text}: largest {found[worst]:.2f} ({worst}; {len(found)} measured, target at most "
-                       f"{limit:.2f}): {'met' if found[worst] <= limit else 'NOT met'}")
+            worst = max(found, key=found.get, default=None)
+            out.append(f"{text}: largest {_against(found[worst], limit, note=f'{worst}; {len(found)} measured, ')}" if found
+                       else f"{text}: not measured")
     return '\n'.join(out)
 
 def train_summary_markdown(data: dict, # {'machine': ..., 'cases': [...]} as `run_cases` writes it
@@ -277,15 +279,13 @@ def train_summary_markdown(data: dict, # {'machine': ..., 'cases': [...]} as `ru
                            memory_limit: float = 2.) -> str:
     "The training benchmark as one Markdown document: machine, ratio table, full table, targets."
     m, rows = data['machine'], train_rows(data['cases'])
-    resumed = f", resuming a run of {m['resumed_from']['date']}" if m.get('resumed_from') else ''
     loads = [c['load_1min'] for c in data['cases'] if c.get('kind') == 'train']
-    out = [f'# {title}'] if title else []
-    out.append(f"Measured {m['date']}{resumed} with torch {m['torch']} on {m['cpu_count']} CPUs ({m['cpu']}); load "
-               f"{m['load_1min']:.2f} at the start" + (f", {min(loads):.2f} to {max(loads):.2f} before the cases" if loads else '')
-               + ". One training step: forward, cross-entropy, backward and one Adam step of the whole classifier; "
-               "seconds are the median of the timed steps, memory the peak growth in MB during the first step. "
-               f"Ratios are over the floor ('{TRAIN_FLOOR}': every attention is PyTorch's fused scaled_dot_product_attention, "
-               "no positions) at the same input size and thread count.")
+    out = _head(title, m, f"with torch {m['torch']} on {m['cpu_count']} CPUs ({m['cpu']}); load {m['load_1min']:.2f} at the start"
+                + (f", {min(loads):.2f} to {max(loads):.2f} before the cases" if loads else '')
+                + ". One training step: forward, cross-entropy, backward and one Adam step of the whole classifier; "
+                "seconds are the median of the timed steps, memory the peak growth in MB during the first step. "
+                f"Ratios are over the floor ('{TRAIN_FLOOR}': every attention is PyTorch's fused scaled_dot_product_attention, "
+                "no positions) at the same input size and thread count.")
     out += ['## Time over the floor', train_ratio_table(rows), '## Every case', train_table(rows)]
     if limits: out += ['## Targets', train_target_lines(rows, limits, memory_limit)]
     return '\n\n'.join(out) + '\n'
@@ -304,16 +304,14 @@ def plot_train(cases: Sequence[dict], # results of `measure_train`
     fig, axes = plt.subplots(len(threads), 1, figsize=(max(8, 0.35 * len(sizes) * len(names) + 3), 4.5 * len(threads)),
                              squeeze=False, constrained_layout=True)
     for ax, t in zip(axes[:, 0], threads):
+        groups = [rows.get((size, t), {}) for size in sizes]
         for i, n in enumerate(names):
-            for j, size in enumerate(sizes):
-                ms = rows.get((size, t), {})
-                c, floor = ms.get(n), ms.get(TRAIN_FLOOR)
-                ips = _ok(c, 'images_per_s')
-                if ips is None: continue
-                x = j + (i - (len(names) - 1) / 2) * width
-                ax.bar(x, ips, width, color='grey' if n == TRAIN_FLOOR else _TRAIN_COLOURS[(i - 1) % len(_TRAIN_COLOURS)],
-                       label=n if j == min(k for k, s in enumerate(sizes) if _ok(rows.get((s, t), {}).get(n), 'images_per_s')) else None)
-                r = _floor_ratio(c, floor, 'time_s')
+            colour = 'grey' if n == TRAIN_FLOOR else _TRAIN_COLOURS[(i - 1) % len(_TRAIN_COLOURS)]
+            bars = [(j, ms) for j, ms in enumerate(groups) if _ok(ms.get(n), 'images_per_s')]
+            for k, (j, ms) in enumerate(bars):  # the legend names each model's first bar
+                x, ips = j + (i - (len(names) - 1) / 2) * width, ms[n]['images_per_s']
+                ax.bar(x, ips, width, color=colour, label=None if k else n)
+                r = _over(ms[n], ms.get(TRAIN_FLOOR), 'time_s')
                 if n != TRAIN_FLOOR and r: ax.annotate(f'{r:.1f}x', (x, ips), ha='center', va='bottom', fontsize=7, rotation=90)
         ax.set(yscale='log', xticks=range(len(sizes)), xticklabels=sizes, xlabel='input (pixels)',
                ylabel='training images per second', title=f"{t} thread{'s' if t != 1 else ''}")
@@ -342,14 +340,15 @@ def window_time_rows(runs: Sequence[dict], # finished runs (`load_results`)
                      measured: Sequence[dict], # results of `learned_window_cases` (`run_cases`)
                      treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold')) -> list[dict]:
     "`learned_windows`' rows with fast's time at the layer's windows (mean over runs) and at the full span."
-    times = {(_label(c['structure_size']), _window(c)): c['time_s'] for c in measured if c['status'] == 'ok'}
+    times = {(_label(c['structure_size']), _window(c['span_size'], c['structure_size'])): c['time_s']
+             for c in measured if c['status'] == 'ok'}
     learned = {t: learned_sizes(runs, t) for t in treatments}
+    ms = lambda s: None if s is None else 1e3 * s
     rows = []
     for row in learned_windows(runs, treatments):
         S, layers = learned[row['treatment']]
-        got = [times.get((_label(S), 'full' if list(z) == list(relative_size(S)) else _label(z))) for z in layers[row['layer']]]
+        got = [times.get((_label(S), _window(z, S))) for z in layers[row['layer']]]
         at = statistics.fmean(got) if None not in got else None
         full = times.get((_label(S), 'full'))
-        rows.append(row | dict(learned_ms=None if at is None else 1e3 * at, full_ms=None if full is None else 1e3 * full,
-                               ratio=_ratio(at, full)))
+        rows.append(row | dict(learned_ms=ms(at), full_ms=ms(full), ratio=_ratio(at, full)))
     return rows

@@ -35,13 +35,11 @@ def sigma_for_span(span_size: Sequence[int], # the wanted SpanSize, odd, per dim
     if len(span_size) != len(structure_size):
         raise ValueError(f"span_size={list(span_size)} needs one entry per dimension of structure_size={list(structure_size)}")
     c = math.sqrt(-2 * math.log(threshold))
-    sigma = []
     for w, s in zip(span_size, structure_size):
         if not (isinstance(w, int) and w % 2 == 1 and (3 if s > 1 else 1) <= w <= 2 * s - 1):
             raise ValueError(f"span_size={list(span_size)} on structure_size={list(structure_size)}: each entry must be "
                              f"an odd integer from 3 to 2S-1 (1 along a dimension of size 1); got {w!r} for S={s}")
-        sigma.append(1. if s == 1 else ((w - 1) / 2 - 0.5) / ((s - 1) * c))
-    return sigma
+    return [1. if s == 1 else ((w - 1) / 2 - 0.5) / ((s - 1) * c) for w, s in zip(span_size, structure_size)]
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #70a3dab8
 PEAK_FACTOR = dict(v2=2.5, v3=2.5, default=4.)  # measured peak / main bytes: ~2 (v2, v3), 2.8 to 3.5 (v1)
@@ -104,12 +102,10 @@ def peak_mb(step, dev: torch.device) -> float:
         _sync(dev); torch.cuda.reset_peak_memory_stats(dev); before = torch.cuda.memory_allocated(dev)
         step(); _sync(dev)
         return (torch.cuda.max_memory_allocated(dev) - before) / 2**20
-    before = _status_kb('VmRSS')
-    if _reset_peak():
-        step()
-        return (_status_kb('VmHWM') - before) / 1024
+    before, reset = _status_kb('VmRSS'), _reset_peak()
     step()
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    peak = _status_kb('VmHWM') if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # no reset: the process' peak
+    return (peak - before) / 1024
 
 def timed(step, dev: torch.device) -> float:
     "Run `step` once and return its wall time in seconds (CUDA synchronised before and after)."
@@ -208,12 +204,11 @@ def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
     structure_size, batch, d, heads, repeats = _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe, span)
     dev = str(resolve_device(device))
     real = _real_span(structure_size, span_size)
-    case = dict(version=version, structure_size=structure_size, span_size=span_size, batch=batch, d=d, heads=heads,
-                repeats=repeats, min_time_s=min_time_s, seed=seed, device=dev, mem_limit_gb=mem_limit_gb,
-                threads=threads, pe=pe, span=span)
-    info = dict(version=version, pe=pe, span=span, structure_size=structure_size, span_size=real, batch=batch, d=d, heads=heads,
-                repeats=repeats, min_time_s=min_time_s, seed=seed, main_mb=_main_bytes(version, structure_size, real, batch, d, heads) / 2**20,
-                load_1min=os.getloadavg()[0])  # other work on a shared machine slows a case down: record it
+    layer = dict(version=version, pe=pe, span=span, structure_size=structure_size, span_size=span_size, batch=batch, d=d,
+                 heads=heads, repeats=repeats, min_time_s=min_time_s, seed=seed)
+    case = layer | dict(device=dev, mem_limit_gb=mem_limit_gb, threads=threads)  # what the child measures
+    info = layer | dict(span_size=real, main_mb=_main_bytes(version, structure_size, real, batch, d, heads) / 2**20,
+                        load_1min=os.getloadavg()[0])  # other work on a shared machine slows a case down: record it
     blank = dict(time_s=None, times=[], peak_mb=None, threads=threads or torch.get_num_threads(), device=dev)
     need_gb = _needed_gb(version, structure_size, real, batch, d, heads)
     if guard and need_gb > mem_limit_gb:
@@ -233,16 +228,14 @@ def machine_info() -> dict:
                 load_1min=os.getloadavg()[0], date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
                 code=code_version())
 
-
 def _same_layer(result: dict, case: dict) -> bool:
     "Whether the layer `result` measured `case` (keyword arguments of `measure`)."
-    want = dict(version=case['version'], structure_size=list(case['structure_size']),
-                span_size=_real_span(list(case['structure_size']), case.get('span_size')),
-                batch=case.get('batch', 4), d=case.get('d', 64), heads=case.get('heads', 8),
-                repeats=case.get('repeats', 3), seed=case.get('seed', 0))
-    layer = dict(pe=case.get('pe', 'siren'), span=case.get('span', 'gaussian'))  # results from before `pe` are SIREN's
-    return (all(result.get(k) == v for k, v in want.items())
-            and all(result.get(k, default) == v for (k, v), default in zip(layer.items(), ('siren', 'gaussian'))))
+    old = dict(pe='siren', span='gaussian')  # the defaults, and what results from before `pe` and `span` measured
+    S = list(case['structure_size'])
+    want = dict(version=case['version'], structure_size=S, span_size=_real_span(S, case.get('span_size')),
+                batch=case.get('batch', 4), d=case.get('d', 64), heads=case.get('heads', 8), repeats=case.get('repeats', 3),
+                seed=case.get('seed', 0), **{k: case.get(k, v) for k, v in old.items()})
+    return all(result.get(k, old.get(k)) == v for k, v in want.items())
 
 # a case's kind -> (its measuring function, called with the case's other keys; whether a result measured a case)
 CASE_KINDS: dict[str, tuple[Callable[..., dict], Callable[[dict, dict], bool]]] = {'layer': (measure, _same_layer)}
@@ -271,15 +264,15 @@ def run_cases(cases: list[dict], # keyword arguments of a registered kind's meas
     kinds = [_registered(case.get('kind', 'layer')) for case in cases]  # an unregistered kind: refused before any work
     path, machine, results = Path(path), machine_info(), []
     old = json.loads(path.read_text()) if resume and path.exists() else dict(cases=[])
-    recorded = lambda case, ok: [r for r in old['cases']
-                                 if r.get('code') == machine['code'] and _same_case(r, case) and ok(r['status'])]
+    recorded = lambda case, status: [r for r in old['cases']  # results of the same code, case and status
+                                     if r.get('code') == machine['code'] and _same_case(r, case) and r['status'] == status]
     reused = False
     for k, case in enumerate(tqdm(cases, desc='cases')):
-        done = recorded(case, lambda s: s == 'ok')
+        done = recorded(case, 'ok')
         if done: results.append(done[0]); reused = True; continue
         r = kinds[k][0](**{key: v for key, v in case.items() if key != 'kind'})
         r = r | dict(code=machine['code'])  # which code measured it: only the same code's results are reused
-        same = recorded(case, lambda s: s == r['status'])
+        same = recorded(case, r['status'])
         if same: results.append(same[0]); continue  # the outcome on record (e.g. the same guard skip): nothing new
         results.append(r)
         later = [o for o in old['cases'] if any(_same_case(o, c) for c in cases[k + 1:])]

@@ -9,6 +9,7 @@ __all__ = ['profile_train_step', 'profile_totals', 'profile_markdown']
 
 # %% ../../nbs/47b_experiment.profiling.ipynb #702a3c3f
 import re, statistics, time
+from collections import Counter
 from typing import Sequence
 import torch
 from .runs import markdown_table
@@ -71,32 +72,26 @@ def profile_train_step(treatment: str, # a key of TRAIN_MODELS
     events = prof.events()
     main = statistics.mode(e.thread for e in events if e.name.startswith('aten::'))  # the thread that ran the step
     events = [e for e in events if e.thread == main]  # another Python thread (tqdm's monitor) waits the whole time
-    forward_of = {}
+    forward_of = {e.sequence_nr: e for e in reversed(events)  # the first forward op of each sequence number
+                  if e.sequence_nr >= 0 and not e.name.startswith('autograd::')}
+    parts = Counter()
     for e in events:
-        if e.sequence_nr >= 0 and not e.name.startswith('autograd::'): forward_of.setdefault(e.sequence_nr, e)
-    parts = {}
-    for e in events:
-        if (phase := _phase(e)) is None: continue
-        key = (*_where(e, forward_of), phase, _operator(e.name))
-        parts[key] = parts.get(key, 0.) + e.self_cpu_time_total / 1000 / steps
+        if (phase := _phase(e)) is not None:
+            parts[(*_where(e, forward_of), phase, _operator(e.name))] += e.self_cpu_time_total / 1000 / steps
     return dict(treatment=treatment, side=side, threads=threads, batch=batch, windows=[s['span_size'] for s in model.spans()],
                 plain_ms=plain * 1000, wall_ms=wall * 1000, total_ms=sum(parts.values()),
-                parts=[dict(function=f, module=m, phase=p, operator=o, ms=ms) for (f, m, p, o), ms in
-                       sorted(parts.items(), key=lambda kv: -kv[1])])
+                parts=[dict(function=f, module=m, phase=p, operator=o, ms=ms) for (f, m, p, o), ms in parts.most_common()])
 
 def profile_totals(profile: dict, # `profile_train_step`
                    by: Sequence[str] = ('function', 'phase') # fields of a part to group by
                   ) -> dict[tuple, float]:
     "Milliseconds per group of parts, largest first."
-    out = {}
+    out = Counter()
     for p in profile['parts']:
-        k = tuple(p[f] for f in by)
-        out[k] = out.get(k, 0.) + p['ms']
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+        out[tuple(p[f] for f in by)] += p['ms']
+    return dict(out.most_common())
 
 # %% ../../nbs/47b_experiment.profiling.ipynb #c5cfb086
-def _profile_label(p: dict) -> str: return f"{p['treatment']} {p['side']}x{p['side']}"
-
 def profile_markdown(profiles: Sequence[dict], # results of `profile_train_step`
                      top: int = 12 # rows per table: the largest groups of any profile
                     ) -> str:
@@ -105,10 +100,9 @@ def profile_markdown(profiles: Sequence[dict], # results of `profile_train_step`
     for by, title in ((('function', 'phase'), 'function (file:line of its def)'), (('operator',), 'operator')):
         totals = [profile_totals(p, by) for p in profiles]
         keys = list(dict.fromkeys(k for t in totals for k in list(t)[:top]))
-        head = [title] + (['phase'] if len(by) == 2 else []) + [f"{_profile_label(p)} ({p['total_ms']:.0f} ms)" for p in profiles]
-        lines = [[f'`{k[0]}`', *k[1:], *(format(100 * t.get(k, 0.) / p['total_ms'], '.1f') for t, p in zip(totals, profiles))]
-                 for k in keys]
-        rest = [100 - sum(100 * t.get(k, 0.) / p['total_ms'] for k in keys) for t, p in zip(totals, profiles)]
-        lines.append(['(the rest)'] + [''] * (len(by) - 1) + [f'{r:.1f}' for r in rest])
+        shares = [{k: 100 * t.get(k, 0.) / p['total_ms'] for k in keys} for t, p in zip(totals, profiles)]  # % of each step
+        head = [title, *by[1:], *(f"{p['treatment']} {p['side']}x{p['side']} ({p['total_ms']:.0f} ms)" for p in profiles)]
+        lines = [[f'`{k[0]}`', *k[1:], *(f'{s[k]:.1f}' for s in shares)] for k in keys]
+        lines.append(['(the rest)', *[''] * (len(by) - 1), *(f'{100 - sum(s.values()):.1f}' for s in shares)])
         out.append(markdown_table(head, lines))
     return '\n\n'.join(out) + '\n'
