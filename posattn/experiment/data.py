@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/experiment.data.html.md"""
 __all__ = ['DATASETS', 'CIFAR_CLASSES', 'LAYOUTS', 'split_indices', 'Splits', 'load_data']
 
 # %% ../../nbs/41_experiment.data.ipynb #5fa4d752
-import hashlib, os, tempfile
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
@@ -31,24 +31,23 @@ def _load_digits() -> tuple[Tensor, Tensor, list[str]]:
     return x, torch.tensor(digits.target, dtype=torch.long), [str(c) for c in digits.target_names]
 
 # %% ../../nbs/41_experiment.data.ipynb #a86d1df9
-def _offline_hint(root: Path) -> str:
-    return (f"Without internet, pass data_root=PATH (dataset='imagefolder') pointing at an ImageFolder copy of the "
-            f"CIFAR-10 training images (PATH/<class>/<image>: 10 class folders of 32x32 RGB images; see "
-            f"data/README.md), or put torchvision's 'cifar-10-python.tar.gz' into {root} and rerun.")
-
 def _load_torchvision(root: Path, download: bool = True) -> tuple[Tensor, Tensor, list[str]]:
     "The CIFAR-10 training images via torchvision, as uint8 [50000, 32, 32, 3]."
     from torchvision.datasets import CIFAR10
     try: ds = CIFAR10(str(root), train=True, download=download)
-    except Exception as e:
+    except Exception as e:  # the message says it all; torchvision's traceback hid it
         raise RuntimeError(f"dataset='cifar10': could not load CIFAR-10 from {root} ({type(e).__name__}: {e}). "
-                           + _offline_hint(root)) from None  # the message says it all; torchvision's traceback hid it
+                           f"Without internet, pass data_root=PATH (dataset='imagefolder') pointing at an ImageFolder "
+                           f"copy of the CIFAR-10 training images (PATH/<class>/<image>: 10 class folders of 32x32 RGB "
+                           f"images; see data/README.md), or put torchvision's 'cifar-10-python.tar.gz' into {root} "
+                           f"and rerun.") from None
     return torch.from_numpy(ds.data), torch.tensor(ds.targets, dtype=torch.long), list(ds.classes)
 
 # %% ../../nbs/41_experiment.data.ipynb #24c78a75
 def _class_folders(root: Path) -> list[tuple[str, list[Path]]]:
     "The class folders of an ImageFolder copy of CIFAR-10 and their image files, checked for shape."
-    expected = f"an ImageFolder copy of the CIFAR-10 training images: 10 class folders of 32x32 RGB images"
+    from PIL import Image
+    expected = "an ImageFolder copy of the CIFAR-10 training images: 10 class folders of 32x32 RGB images"
     if not root.is_dir(): raise ValueError(f"data_root={str(root)!r} does not exist; expected {expected}")
     classes = sorted(p for p in root.iterdir() if p.is_dir())
     if len(classes) != 10:
@@ -58,15 +57,11 @@ def _class_folders(root: Path) -> list[tuple[str, list[Path]]]:
     for c in classes:
         files = sorted(f for f in c.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
         if not files: raise ValueError(f"data_root={str(root)!r}: folder {c.name!r} has no images; expected {expected}")
-        _check_image(files[0], expected)
+        with Image.open(files[0]) as im:  # a sample of the folder
+            if im.size != (32, 32) or im.mode != 'RGB':
+                raise ValueError(f"{files[0]} is a {im.size[0]}x{im.size[1]} {im.mode} image; expected {expected}")
         folders.append((c.name, files))
     return folders
-
-def _check_image(f: Path, expected: str):
-    from PIL import Image
-    with Image.open(f) as im:
-        if im.size != (32, 32) or im.mode != 'RGB':
-            raise ValueError(f"{f} is a {im.size[0]}x{im.size[1]} {im.mode} image; expected {expected}")
 
 def _decode_folder(root: Path) -> tuple[Tensor, Tensor, list[str]]:
     "Every image of an ImageFolder copy of CIFAR-10, as uint8 [n, 32, 32, 3]."
@@ -166,12 +161,11 @@ def load_data(dataset: str = 'digits', # one of DATASETS
     check_choice('layout', layout, LAYOUTS)
     if dataset == 'imagefolder' and data_root is None:
         raise ValueError("dataset='imagefolder' needs data_root=PATH: a folder of 10 class folders of 32x32 RGB images")
-    if resolution is not None: resolution = check_int('resolution', resolution)
+    resolution = check_int('resolution', resolution, none=True)
     x, y, names = _source(dataset, data_root, resolution, cache_dir)
     tr, va = split_indices(len(x), seed)
     tr, va = _subset(tr, train_size, 'train_size'), _subset(va, val_size, 'val_size')
     x = (x - 0.5) / 0.5  # Normalize(mean=0.5, std=0.5)
     S = tuple(x.shape[1:3])
     if layout == '1d': x, S = x.flatten(1, 2), (S[0] * S[1],)
-    tr, va = torch.from_numpy(tr), torch.from_numpy(va)
     return Splits(x[tr], y[tr], x[va], y[va], S, names)

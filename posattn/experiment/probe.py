@@ -21,12 +21,11 @@ def _marks(n: int, side: int, rng: np.random.Generator) -> tuple[np.ndarray, np.
     "Labels [n] and the two marks' (row, column) positions [n, 2, 2] of `n` probe images."
     labels = rng.integers(0, len(PROBE_CLASSES), n)
     pos = np.zeros((n, 2, 2), dtype=np.int64)
-    todo = np.arange(n)
+    todo, last = np.arange(n), side - 1
     while len(todo):
         a = rng.integers(0, side, (len(todo), 2))
         k = rng.integers(1, side, len(todo)) * rng.choice((-1, 1), len(todo))
         b = a + k[:, None] * _DIRECTIONS[labels[todo]]
-        last = side - 1
         ok = ((b >= 0) & (b < side)).all(1) & ~((a == last).all(1) | (b == last).all(1))
         pos[todo[ok], 0], pos[todo[ok], 1] = a[ok], b[ok]
         todo = todo[~ok]
@@ -46,7 +45,5 @@ def make_probe(n: int = 10_000, # number of images
     rng = np.random.default_rng(seed)
     labels, pos = _marks(n, side, rng)
     x = rng.uniform(0, texture, (n, side, side)).astype(np.float32)
-    i = np.arange(n)
-    x[i, pos[:, 0, 0], pos[:, 0, 1]] = 1.
-    x[i, pos[:, 1, 0], pos[:, 1, 1]] = 1.
+    x[np.arange(n)[:, None], pos[..., 0], pos[..., 1]] = 1.  # both marks of every image
     return torch.from_numpy(x[..., None]), torch.from_numpy(labels), list(PROBE_CLASSES)

@@ -9,7 +9,7 @@ __all__ = ['RUN_OPTIONS', 'resolve_device', 'resolve_config', 'check_params', 'm
            'run', 'plot_run']
 
 # %% ../../nbs/43_experiment.runner.ipynb #054920ac
-import json, math, os, platform, subprocess, sys, tempfile, textwrap, time
+import json, math, os, platform, subprocess, textwrap, time
 from pathlib import Path
 import torch
 import torch.nn.functional as F
@@ -43,20 +43,20 @@ def _check_values(cfg: dict):
     for k in ('epochs', 'batch_size', 'accumulate', 'd', 'heads', 'blocks', 'ffn', 'eval_batch_size'): cfg[k] = check_int(k, cfg[k])
     for k in ('resolution', 'train_size', 'val_size', 'threads'): cfg[k] = check_int(k, cfg[k], none=True)
     cfg['seed'] = check_int('seed', cfg['seed'], 0)
-    _check_number('lr', cfg['lr'], 0., 1.); _check_number('dropout', cfg['dropout'], 0., 1.)
-    _check_number('init_sigma', cfg['init_sigma'], 1e-6)
+    for k, low, high in (('lr', 0., 1.), ('dropout', 0., 1.), ('init_sigma', 1e-6, math.inf)):
+        _check_number(k, cfg[k], low, high)
     if not (len(cfg['betas']) == 2 and all(0 <= b < 1 for b in cfg['betas'])):
         raise ValueError(f"betas={cfg['betas']!r} must be two numbers in [0, 1)")
-    if not isinstance(cfg['device'], str): raise ValueError(f"device={cfg['device']!r} must be 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    bad = ValueError(f"device={cfg['device']!r} must be 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    if not isinstance(cfg['device'], str): raise bad
     if cfg['device'] != 'auto':
         try: torch.device(cfg['device'])
-        except Exception: raise ValueError(f"device={cfg['device']!r} must be 'auto', 'cpu', 'cuda' or 'cuda:N'") from None
+        except Exception: raise bad from None
 
 # %% ../../nbs/43_experiment.runner.ipynb #dc4f0293
 def _resolve_dataset(cfg: dict) -> dict:
     if cfg['dataset'] is None:
-        offline = project_root() / OFFLINE_CIFAR
-        if cfg['data_root'] is None and offline.is_dir(): cfg['data_root'] = OFFLINE_CIFAR
+        if cfg['data_root'] is None and (project_root() / OFFLINE_CIFAR).is_dir(): cfg['data_root'] = OFFLINE_CIFAR
         cfg['dataset'] = 'imagefolder' if cfg['data_root'] is not None else 'cifar10'
     check_choice('dataset', cfg['dataset'], DATASETS)
     if cfg['data_root'] is not None: cfg['data_root'] = str(cfg['data_root'])
@@ -79,8 +79,7 @@ def resolve_config(treatment: str = 'span_2d', # a key of TREATMENTS
     cfg.update({k: v for k, v in overrides.items() if v is not None})
     cfg['version'] = cfg['version'] or DEFAULT_VERSION
     cfg['betas'] = list(cfg['betas'])
-    cfg.update(TREATMENTS[treatment])
-    cfg['layout'] = '2d' if TREATMENTS[treatment]['dims'] == 2 else '1d'
+    cfg.update(TREATMENTS[treatment], layout='2d' if TREATMENTS[treatment]['dims'] == 2 else '1d')
     _check_values(cfg)
     cfg['device_type'] = resolve_device(cfg['device']).type
     return _resolve_dataset(cfg)
@@ -106,15 +105,12 @@ def model_for(cfg: dict, channels: int, classes: int, structure_size) -> torch.n
         opts.update(init_sigma=cfg['init_sigma'], version=cfg['version'])
     return make_classifier(cfg['treatment'], channels, classes, structure_size, **opts)
 
-def _run_grid(cfg: dict, side: int) -> tuple[int, ...]:
-    return (side, side) if cfg['layout'] == '2d' else (side * side,)
-
 def estimate_seconds(cfg: dict, steps: int = 2, probe_batch: int = 4, probe_side: int = 16,
                      n_train: int = 40_000, n_val: int = 10_000, device: str = 'cpu') -> float:
     "Rough wall time of the run `cfg` on one core of `device`: timed small training steps, scaled to the run's size."
     side = cfg['resolution'] or 32
     probe = min(side, probe_side)
-    S = _run_grid(cfg, probe)
+    S = (probe, probe) if cfg['layout'] == '2d' else (probe * probe,)
     model = model_for(cfg, 3, 10, S).to(device)
     x, y = torch.randn(probe_batch, *S, 3, device=device), torch.randint(0, 10, (probe_batch,), device=device)
     threads = torch.get_num_threads()
@@ -146,20 +142,16 @@ def _commit() -> str | None:
     except (OSError, subprocess.SubprocessError): return None
     return None if head.returncode else head.stdout.strip() + ('+changes' if changed.stdout.strip() else '')
 
-def _versions() -> dict:
-    return dict(python=platform.python_version(), torch=torch.__version__, posattn=posattn.__version__, commit=_commit())
-
 def dataset_note(cfg: dict) -> str:
     "What the numbers of a run on this dataset may be compared with."
-    side = cfg['resolution'] or (8 if cfg['dataset'] == 'digits' else 32)
+    side = cfg['resolution'] or dict(digits=8, probe=16).get(cfg['dataset'], 32)
     if cfg['dataset'] == 'digits': return f"scikit-learn handwritten digits ({side}x{side} grey): a demonstration, not CIFAR-10"
     if cfg['dataset'] == 'probe':
-        return (f"positional-reasoning probe ({cfg['resolution'] or 16}x{cfg['resolution'] or 16}, 4 classes, chance 0.25): "
+        return (f"positional-reasoning probe ({side}x{side}, 4 classes, chance 0.25): "
                 "synthetic, only positions decide the label; not CIFAR-10")
-    note = "CIFAR-10 training images (official, via torchvision)"
-    if cfg['dataset'] == 'imagefolder':
-        note = ("ImageFolder copy of the CIFAR-10 training images (the offline copy is re-encoded as lossy JPEG: "
-                "pixels differ slightly from the official files); a reduced-scale stand-in, not the paper's CIFAR-10 numbers")
+    note = ("ImageFolder copy of the CIFAR-10 training images (the offline copy is re-encoded as lossy JPEG: "
+            "pixels differ slightly from the official files); a reduced-scale stand-in, not the paper's CIFAR-10 numbers"
+            if cfg['dataset'] == 'imagefolder' else "CIFAR-10 training images (official, via torchvision)")
     if cfg['resolution'] or cfg['train_size'] or cfg['val_size']:
         note += (f"; reduced scale: {side}x{side} pixels, "
                  f"{cfg['train_size'] or 40000} train / {cfg['val_size'] or 10000} validation images")
@@ -167,14 +159,12 @@ def dataset_note(cfg: dict) -> str:
 
 def _result(cfg, history, model, S, device, clock: RunClock) -> dict:
     top, at = best(history)
+    versions = dict(python=platform.python_version(), torch=torch.__version__, posattn=posattn.__version__, commit=_commit())
     return dict(treatment=cfg['treatment'], seed=cfg['seed'], profile=cfg['profile'], config=cfg, history=history,
-                val_acc_max=top, best_epoch=at, spans=model.spans(), structure_size=list(S), versions=_versions(),
+                val_acc_max=top, best_epoch=at, spans=model.spans(), structure_size=list(S), versions=versions,
                 device=str(device), wall_time_s=clock.total(), resumed_from=clock.resumed_from,
                 train_time_s=sum(h['seconds'] for h in history), dataset_note=dataset_note(cfg), code=code_version(),
                 finished=True)
-
-def _save_json(obj, path):
-    atomic_write_text(json.dumps(obj, indent=1), path)
 
 # %% ../../nbs/43_experiment.runner.ipynb #be97fd36
 def _other_code(stored: dict) -> str:
@@ -190,8 +180,7 @@ def _stored_result(cfg: dict, path: Path, force: bool, fix: bool = False) -> dic
         if fix: say(f"{e}: moved it to {set_aside(path).name} and computing the run again")
         return None
     if stored is None or force: return None
-    diff = config_diff(record_config(stored), cfg)
-    if diff: raise RunRefused(mismatch_message({str(path): diff}))
+    if diff := config_diff(record_config(stored), cfg): raise RunRefused(mismatch_message({str(path): diff}))
     say(f"reusing the stored result {path}: same configuration, val_acc_max {stored['val_acc_max']:.4f}"
         f"{_other_code(stored)} (force=True computes it again)")
     return stored
@@ -212,12 +201,12 @@ def _check_scale(cfg: dict, device: torch.device, allow_slow: bool):
         raise RunRefused(_too_slow_message(cfg, estimate_seconds(cfg), device))
 
 # %% ../../nbs/43_experiment.runner.ipynb #fc1a8042
-def _clean(paths: dict, checkpoint: Path, force: bool):
-    "Remove the run's leftovers of interrupted writes (and, with force, an interrupted forced attempt); say where."
+def _clean(paths: dict, checkpoint: Path):
+    "Remove the run's leftovers of interrupted writes (and an interrupted forced attempt's checkpoint); say where."
     rerun = paths['checkpoint'].with_name(paths['checkpoint'].name + '.rerun')
     gone = clean_tmp([paths['result'], paths['checkpoint'], rerun, paths['curves'], paths['spans']])
     if gone: say(f"removed {len(gone)} leftover temporary file(s) of an interrupted write: {', '.join(map(str, gone))}")
-    if force and checkpoint != paths['checkpoint']: checkpoint.unlink(missing_ok=True)
+    if checkpoint != paths['checkpoint']: checkpoint.unlink(missing_ok=True)  # only a forced rerun has its own
 
 def _train_and_store(cfg: dict, paths: dict, checkpoint: Path, device: torch.device, clock: RunClock,
                      progress: bool, stop_after: int | None) -> dict | None:
@@ -236,7 +225,7 @@ def _train_and_store(cfg: dict, paths: dict, checkpoint: Path, device: torch.dev
     if len(history) < cfg['epochs']: return None
     if checkpoint != paths['checkpoint']: os.replace(checkpoint, paths['checkpoint'])
     result = _result(cfg, history, model, data.structure_size, device, clock)
-    _save_json(result, paths['result'])
+    atomic_write_text(json.dumps(result, indent=1), paths['result'])
     result['figures'] = [str(p) for p in plot_run(result, paths)]
     return result
 
@@ -264,29 +253,29 @@ def run(treatment: str = 'span_2d', # a key of TREATMENTS
     check_outputs([paths[k] for k in ('result', 'checkpoint', 'curves', 'spans')])
     with run_lock(paths['lock'], holder=os.environ.get(LOCK_HOLDER_ENV)):
         if (stored := _stored_result(cfg, paths['result'], force, fix=True)) is not None: return stored
-        _clean(paths, checkpoint, force)
+        _clean(paths, checkpoint)
         return _train_and_store(cfg, paths, checkpoint, device, clock, progress, stop_after)
 
 # %% ../../nbs/43_experiment.runner.ipynb #0521e524
 def plot_run(result: dict, paths: dict) -> list[Path]:
     "Save the learning curves (and learned spans, if any) of `result`; the files written."
     import matplotlib.pyplot as plt
-    out, name = [], f"{result['treatment']}, RandomState {result['seed']}, profile {result['profile']}"
+    name = f"{result['treatment']}, RandomState {result['seed']}, profile {result['profile']}"
     h = result['history']
     ep = [r['epoch'] for r in h]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
-    a1.plot(ep, [r['train_loss'] for r in h], 'o-', label='training'); a1.plot(ep, [r['val_loss'] for r in h], 'o-', label='validation')
-    a1.set_xlabel('epoch'); a1.set_ylabel('cross-entropy'); a1.legend(); a1.set_title('loss')
+    a1.plot(ep, [r['train_loss'] for r in h], 'o-', label='training')
+    a1.plot(ep, [r['val_loss'] for r in h], 'o-', label='validation')
     a2.plot(ep, [r['val_acc'] for r in h], 'o-', color='C2')
     a2.axhline(result['val_acc_max'], color='gray', ls=':', label=f"max {result['val_acc_max']:.3f} (epoch {result['best_epoch']})")
-    a2.set_xlabel('epoch'); a2.set_ylabel('validation accuracy'); a2.legend(); a2.set_title('validation accuracy')
-    a1.set_xticks(ep); a2.set_xticks(ep)
-    note = textwrap.fill(result['dataset_note'], 130)
-    fig.suptitle(f"Learning curves: {name}\n{note}", fontsize=8.5)
+    for ax, ylabel, title in ((a1, 'cross-entropy', 'loss'), (a2, 'validation accuracy', 'validation accuracy')):
+        ax.set(xlabel='epoch', ylabel=ylabel, title=title, xticks=ep)
+        ax.legend()
+    fig.suptitle(f"Learning curves: {name}\n{textwrap.fill(result['dataset_note'], 130)}", fontsize=8.5)
     fig.tight_layout()
-    out.append(_save_fig(fig, paths['curves']))
-    if result['spans'][0]['sigma'] is not None: out.append(_plot_spans(result, paths['spans'], name))
-    return out
+    files = [_save_fig(fig, paths['curves'])]
+    if result['spans'][0]['sigma'] is not None: files.append(_plot_spans(result, paths['spans'], name))
+    return files
 
 # %% ../../nbs/43_experiment.runner.ipynb #db7d67ac
 def _plot_spans(result: dict, path: Path, name: str) -> Path:
@@ -299,11 +288,10 @@ def _plot_spans(result: dict, path: Path, name: str) -> Path:
         xs = [s['layer'] + (k - (n - 1) / 2) * width for s in spans]
         label = (['rows', 'columns'][k] + ' ' if n == 2 else '') + f'(S={S[k]})'
         bars = ax.bar(xs, [s['sigma'][k] for s in spans], width, label=f'dimension {k}: {label}')
-        for b, s in zip(bars, spans): ax.annotate(str(s['span_size'][k]), (b.get_x() + width / 2, b.get_height()),
-                                                 ha='center', va='bottom', fontsize=8)
+        ax.bar_label(bars, [str(s['span_size'][k]) for s in spans], fontsize=8)  # the SpanSize on each bar
     ax.axhline(result['config']['init_sigma'], color='gray', ls=':', label='initial sigma')
-    ax.set_xlabel('encoder layer'); ax.set_ylabel('learned sigma'); ax.set_xticks(range(len(spans)))
-    ax.set_ylim(0, 1.35 * max(max(s['sigma']) for s in spans))
+    ax.set(xlabel='encoder layer', ylabel='learned sigma', xticks=range(len(spans)),
+           ylim=(0, 1.35 * max(max(s['sigma']) for s in spans)))
     ax.legend(fontsize=8, loc='upper left', ncol=n + 1)
     t = result['config'].get('threshold', TREATMENTS[result['treatment']]['threshold'])
     window = f"threshold {t}" if t > 0 else "no threshold"

@@ -81,13 +81,12 @@ def checkpoint_diff(ckpt: dict, config: dict, epochs: int | None) -> dict[str, t
     if epochs is not None and ckpt['epoch'] > epochs: diff['epochs'] = (ckpt['epoch'], epochs)
     return diff
 
-_PAST = "A checkpoint continues a run of at least as many epochs as it has trained (here: epochs stored = trained)."
-
 def load_checkpoint(path: str | Path, config: dict, epochs: int | None = None) -> dict:
     "The checkpoint at `path`, checked to be complete and able to continue the run `config` of `epochs` epochs."
     ckpt = read_checkpoint(path)
-    diff = checkpoint_diff(ckpt, config, epochs)
-    if diff: raise RunRefused(mismatch_message({str(path): diff}, 'checkpoint', _PAST if 'epochs' in diff else ''))
+    if diff := checkpoint_diff(ckpt, config, epochs):
+        past = "A checkpoint continues a run of at least as many epochs as it has trained (here: epochs stored = trained)."
+        raise RunRefused(mismatch_message({str(path): diff}, 'checkpoint', past if 'epochs' in diff else ''))
     return ckpt
 
 # %% ../../nbs/42_experiment.train.ipynb #28b39256
@@ -261,11 +260,8 @@ def check_wandb(mode: str, # one of WANDB_MODES
 # %% ../../nbs/42_experiment.train.ipynb #dca534ee
 def span_metrics(model: nn.Module) -> dict:
     "Each layer's sigma (per dimension) and SpanSize as flat metric names, for a logger."
-    out = {}
-    for s in model.spans():
-        for k, w in enumerate(s['span_size']): out[f"span/layer{s['layer']}/span_size_{k}"] = w
-        for k, sg in enumerate(s['sigma'] or []): out[f"span/layer{s['layer']}/sigma_{k}"] = sg
-    return out
+    return {f"span/layer{s['layer']}/{kind}_{k}": v for s in model.spans()
+            for kind in ('span_size', 'sigma') for k, v in enumerate(s[kind] or [])}
 
 def wandb_logger(mode: str, config: dict, name: str, directory: str | Path,
                  project: str = 'posattn',
