@@ -20,7 +20,7 @@ from ..core.geometry import relative_size
 from ..core.checks import check_choice
 from ..core.span import gaussian, span_size
 from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, config_diff, run_paths
-from .stats import compare, run_version, versions_label
+from .stats import compare, in_seed_order, run_version, versions_label
 
 # %% ../../nbs/44a_experiment.report.ipynb #34106d06
 SYNTHETIC_MEANS = dict(baseline=.50, siren_1d=.48, span_1d=.47, span_1d_threshold=.48, siren_2d=.55, span_2d=.56,
@@ -134,13 +134,10 @@ def image_shape(run: dict) -> tuple[int, int]:
 
 def first_runs(runs: Sequence[dict], treatments: Sequence[str]) -> list[dict]:
     "Per treatment, its first run in RandomState order that recorded learned spans (treatments without one are left out)."
-    order = {s: i for i, s in enumerate(SEEDS)}
-    out = []
-    for t in treatments:
-        own = sorted((r for r in runs if r['treatment'] == t and any(x.get('sigma') for x in r.get('spans', []))),
-                     key=lambda r: (order.get(r['seed'], len(order)), r['seed']))
-        if own: out.append(own[0])
-    return out
+    first = {}
+    for r in in_seed_order(runs):
+        if any(x.get('sigma') for x in r.get('spans', [])): first.setdefault(r['treatment'], r)
+    return [first[t] for t in treatments if t in first]
 
 # %% ../../nbs/44a_experiment.report.ipynb #b2fba0d4
 SPAN_TREATMENTS = ('span_1d', 'span_1d_threshold', 'span_2d', 'span_2d_threshold') # the rows of Figure 7
@@ -178,11 +175,8 @@ def figure7(runs: Sequence[dict], tag: str) -> plt.Figure | None:
 # %% ../../nbs/44a_experiment.report.ipynb #f68bf5f4
 def pairs_kept(span_size: Sequence[int], structure_size: Sequence[int]) -> float:
     "Share of the N x N (query, key) pairs whose key lies inside the query's SpanSize window."
-    share = 1.0
-    for w, s in zip(span_size, structure_size):
-        a = min((w - 1) // 2, s - 1)  # arm of the window, at most the whole axis
-        share *= (s * (2 * a + 1) - a * (a + 1)) / s ** 2
-    return share
+    arms = [min((w - 1) // 2, s - 1) for w, s in zip(span_size, structure_size)]  # the window's arm per axis, at most the axis
+    return math.prod((s * (2 * a + 1) - a * (a + 1)) / s ** 2 for a, s in zip(arms, structure_size))
 
 def learned_sizes(runs: Sequence[dict], treatment: str) -> tuple[list[int], list[list[tuple[int, ...]]]]:
     "The structure of `treatment`'s runs with spans, and per layer the SpanSize each of those runs ended with."

@@ -6,19 +6,19 @@ Docs: https://posattn.github.io/posattn/experiment.stats.html.md"""
 
 # %% auto #0
 __all__ = ['PAPER_N', 'PAPER', 'PAPER_POWER', 'TABLES', 'TITLES', 'COLUMNS', 'summarise', 'jarque_bera', 'welch_from_stats',
-           'welch', 'cohens_d', 'power', 'runs_for_power', 'compare', 'values_by_treatment', 'run_version',
-           'select_version', 'group_versions', 'versions_label', 'table_rows', 'group_rows', 'to_markdown',
-           'write_table', 'write_tables', 'comparison_rows', 'against_rows', 'solved_rows', 'fisher_power',
+           'welch', 'cohens_d', 'power', 'runs_for_power', 'compare', 'in_seed_order', 'values_by_treatment',
+           'run_version', 'select_version', 'group_versions', 'versions_label', 'comparison_rows', 'table_rows',
+           'group_rows', 'to_markdown', 'write_table', 'write_tables', 'against_rows', 'solved_rows', 'fisher_power',
            'detectable_share']
 
 # %% ../../nbs/44_experiment.stats.ipynb #276dce8e
-import csv, io, json, math, os
+import bisect, csv, io, math
 from typing import Sequence
 import numpy as np
 from scipy import stats as _st
 from pathlib import Path
 from ..core.checks import check_choice, check_int
-from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, markdown_table, treatment_attention
+from .runs import SEEDS, TREATMENTS, atomic_write_text, markdown_table, treatment_attention
 
 # %% ../../nbs/44_experiment.stats.ipynb #1eea240a
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -57,8 +57,8 @@ def welch_from_stats(mean_a: float, std_a: float, n_a: int, # group A: mean, sam
     r = _st.ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False)
     va, vb = std_a**2 / n_a, std_b**2 / n_b
     df = (va + vb)**2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
-    half = float(_st.t.ppf((1 + level) / 2, df)) * math.sqrt(va + vb)
-    out.update(t=float(r.statistic), p=float(r.pvalue), df=df, ci_low=out['effect'] - half, ci_high=out['effect'] + half)
+    low, high = _st.t.interval(level, df, loc=out['effect'], scale=math.sqrt(va + vb))
+    out.update(t=float(r.statistic), p=float(r.pvalue), df=df, ci_low=float(low), ci_high=float(high))
     return out
 
 def welch(a: Sequence[float], # group A: one number per run
@@ -121,14 +121,9 @@ def runs_for_power(d: float, # standardised effect (Cohen's d)
     "Smallest runs per group whose two-sided t-test reaches `target` power; NaN if none up to `max_n`."
     if not 0 < target < 1: raise ValueError(f"target={target} must lie in (0, 1)")
     if not (math.isfinite(d) and d != 0): return math.nan
-    lo, hi = 1, 2 # power(lo) < target is assumed; lo = 1 stands for "not even 2"
-    while power(d, hi, alpha) < target:
-        if hi >= max_n: return math.nan
-        lo, hi = hi, min(2 * hi, max_n)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if power(d, mid, alpha) < target else (lo, mid)
-    return hi
+    ns = range(2, max_n + 1)
+    i = bisect.bisect_left(ns, target, key=lambda n: power(d, n, alpha))  # power grows with n
+    return ns[i] if i < len(ns) else math.nan
 
 # %% ../../nbs/44_experiment.stats.ipynb #3bff9c2d
 def compare(a: Sequence[float], # group A (the reference treatment): one number per run
@@ -139,20 +134,21 @@ def compare(a: Sequence[float], # group A (the reference treatment): one number 
     w = welch_from_stats(sa['mean'], sa['std'], sa['n'], sb['mean'], sb['std'], sb['n'])
     d = cohens_d(sa['mean'], sa['std'], sb['mean'], sb['std']) if not w['note'] else math.nan
     n = min(sa['n'], sb['n'])
-    pw = power(d, int(n), alpha) if n >= 2 else math.nan
-    notes = '; '.join(dict.fromkeys(s for s in (sa['note'] and 'A: ' + sa['note'], sb['note'] and 'B: ' + sb['note'],
-                                                 w['note']) if s))
-    return dict(a=sa, b=sb, effect=w['effect'], ci_low=w['ci_low'], ci_high=w['ci_high'], t=w['t'], df=w['df'], p=w['p'], d=d, power=pw,
-                runs_needed=runs_for_power(d, target, alpha), note=notes)
+    notes = (sa['note'] and 'A: ' + sa['note'], sb['note'] and 'B: ' + sb['note'], w['note'])
+    return dict(a=sa, b=sb, **{k: w[k] for k in ('effect', 'ci_low', 'ci_high', 't', 'df', 'p')}, d=d,
+                power=power(d, n, alpha) if n >= 2 else math.nan, runs_needed=runs_for_power(d, target, alpha),
+                note='; '.join(dict.fromkeys(filter(None, notes))))
 
 # %% ../../nbs/44_experiment.stats.ipynb #60d17512
+def in_seed_order(runs: Sequence[dict]) -> list[dict]:
+    "`runs` ordered by the paper's RandomStates (others after them, ascending)."
+    order = {s: i for i, s in enumerate(SEEDS)}
+    return sorted(runs, key=lambda r: (order.get(r['seed'], len(order)), r['seed']))
+
 def values_by_treatment(runs: Sequence[dict], treatments: Sequence[str]) -> dict[str, list[float]]:
     "val_acc_max of each treatment's runs, ordered by the paper's RandomStates (others after, ascending)."
-    order = {s: i for i, s in enumerate(SEEDS)}
-    out = {t: [] for t in treatments}
-    for r in sorted(runs, key=lambda r: (order.get(r['seed'], len(order)), r['seed'])):
-        if r['treatment'] in out: out[r['treatment']].append(float(r['val_acc_max']))
-    return out
+    ordered = in_seed_order(runs)
+    return {t: [float(r['val_acc_max']) for r in ordered if r['treatment'] == t] for t in treatments}
 
 # %% ../../nbs/44_experiment.stats.ipynb #088cb1a6
 def _own_attention(treatment: str) -> str | None:
@@ -174,16 +170,11 @@ def select_version(runs: Sequence[dict], version: str | None = None # None: ever
             [f"{r['treatment']} RandomState {r['seed']}: made with version {run_version(r)}, not {version}: left out"
              for r in runs if not keep(r)])
 
-def _seeds_by_version(runs: Sequence[dict], treatment: str) -> dict[str, list[int]]:
-    "{version: RandomStates} of one treatment's runs, in the paper's RandomState order."
-    order, out = {s: i for i, s in enumerate(SEEDS)}, {}
-    for r in sorted((r for r in runs if r['treatment'] == treatment), key=lambda r: (order.get(r['seed'], len(order)), r['seed'])):
-        out.setdefault(run_version(r), []).append(r['seed'])
-    return out
-
 def group_versions(runs: Sequence[dict], treatments: Sequence[str] = tuple(TREATMENTS)) -> dict[str, str]:
     "Each treatment's attention version ('' without runs); a ValueError when a group or a comparison mixes versions."
-    seen = {t: _seeds_by_version(runs, t) for t in treatments}
+    seen = {t: {} for t in treatments}  # treatment -> {version: its RandomStates, in the paper's order}
+    for r in in_seed_order(runs):
+        if r['treatment'] in seen: seen[r['treatment']].setdefault(run_version(r), []).append(r['seed'])
     problems = [f"{t} mixes versions: " + ', '.join(f"{v} (RandomState {', '.join(map(str, s))})" for v, s in vs.items())
                 for t, vs in seen.items() if len(vs) > 1]
     one = {t: next(iter(vs)) if len(vs) == 1 else '' for t, vs in seen.items()}
@@ -209,25 +200,35 @@ def versions_label(versions: dict[str, str], # attention version per treatment (
 COLUMNS = ('setting', 'treatment', 'version', 'n', 'max', 'mean', 'std', 'effect', 'ci_low', 'ci_high', 'p', 'd', 'power', 'runs_for_80',
            'paper_max', 'paper_mean', 'paper_std', 'paper_effect', 'paper_p', 'note')
 
+def comparison_rows(values: dict[str, list[float]], # val_acc_max per treatment
+                    pairs: Sequence[tuple[str, str, str]], # (setting, A, B) per comparison
+                    versions: dict[str, str] | None = None # attention version per treatment
+                   ) -> list[dict]:
+    "Two rows per comparison A -> B: A, then B with the effect, Welch's p, Cohen's d, power and runs for 80%."
+    cols = [c for c in COLUMNS if not c.startswith('paper_')]
+    rows = []
+    for setting, a, b in pairs:
+        c = compare(values.get(a, []), values.get(b, []))
+        for name, s in ((a, c['a']), (b, c['b'])):
+            group = dict(setting=setting, treatment=name, version=(versions or {}).get(name, ''))
+            rows.append(dict.fromkeys(cols, math.nan) | group | {k: s[k] for k in ('n', 'max', 'mean', 'std', 'note')})
+        rows[-1] |= {k: c[k] for k in ('effect', 'ci_low', 'ci_high', 'p', 'd', 'power', 'note')}  # B's row: the comparison's
+        rows[-1]['runs_for_80'] = c['runs_needed']
+    return rows
+
 def table_rows(values: dict[str, list[float]], # val_acc_max per treatment
                table: str, # '5', '6' or '7'
                versions: dict[str, str] | None = None # attention version per treatment (`group_versions`)
               ) -> list[dict]:
     "Two rows per comparison of `table`: A, then B with the comparison's statistics; paper numbers beside."
     check_choice('table', table, TABLES)
-    rows = []
-    for (setting, a, b), paper in zip(TABLES[table], [r for r in PAPER if r['table'] == table]):
-        c = compare(values.get(a, []), values.get(b, []))
-        for name, s, ps, last in ((a, c['a'], paper['a_stats'], False), (b, c['b'], paper['b_stats'], True)):
-            row = dict.fromkeys(COLUMNS, math.nan) | dict(setting=setting, treatment=name,
-                       version=(versions or {}).get(name, ''), n=s['n'], max=s['max'],
-                       mean=s['mean'], std=s['std'], paper_max=ps['max'], paper_mean=ps['mean'], paper_std=ps['std'],
-                       note=s['note'])
-            if last: row |= dict(effect=c['effect'], ci_low=c['ci_low'], ci_high=c['ci_high'], p=c['p'], d=c['d'],
-                                 power=c['power'], runs_for_80=c['runs_needed'],
-                                 paper_effect=paper['effect'], paper_p=paper['p'], note=c['note'])
-            rows.append(row)
-    return rows
+    paper = []  # per row, the paper's cells: A's group statistics, then B's with the comparison's effect and p
+    for r in PAPER:
+        if r['table'] == table:
+            paper += [{f'paper_{k}': v for k, v in r['a_stats'].items()},
+                      {f'paper_{k}': v for k, v in r['b_stats'].items()} | dict(paper_effect=r['effect'], paper_p=r['p'])]
+    rows = comparison_rows(values, TABLES[table], versions)
+    return [{c: (row | p).get(c, math.nan) for c in COLUMNS} for row, p in zip(rows, paper)]
 
 def group_rows(values: dict[str, list[float]], # val_acc_max per treatment
                versions: dict[str, str] | None = None # attention version per treatment (`group_versions`)
@@ -243,10 +244,11 @@ _DIGITS = dict(max=4, mean=4, std=5, effect=4, ci_low=4, ci_high=4, p=4, paper_m
                paper_p=4, jb=3, jb_p=3, d=2, power=3)
 
 def _cell(k, v, markdown: bool) -> str:
+    "One cell as text: NaN '-' (Markdown) or empty (CSV); counts whole; numbers rounded (Markdown) or in full (CSV)."
     if isinstance(v, float) and not math.isfinite(v): return '-' if markdown else ''
     if isinstance(v, float) and k in ('n', 'runs_for_80'): return str(int(v))
     if isinstance(v, float): return f'{v:.{_DIGITS.get(k, 4)}f}' if markdown else repr(float(v))
-    return str(v) if v != '' or not markdown else ''
+    return str(v)
 
 def to_markdown(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
     "A Markdown table of `rows`."
@@ -256,13 +258,11 @@ def to_markdown(rows: Sequence[dict], columns: Sequence[str] | None = None) -> s
 def write_table(rows: Sequence[dict], stem: Path, # written as stem.md and stem.csv
                 title: str = '') -> tuple[Path, Path]:
     "Write `rows` as Markdown (with an optional title line) and CSV, each atomically."
-    stem = Path(stem); cols = list(rows[0].keys())
-    buf = io.StringIO(); w = csv.writer(buf, lineterminator='\n'); w.writerow(cols)
-    w.writerows([[_cell(c, r[c], False) for c in cols] for r in rows])
-    md, cs = stem.with_suffix('.md'), stem.with_suffix('.csv')
-    atomic_write_text((f'{title}\n\n' if title else '') + to_markdown(rows, cols), md)
-    atomic_write_text(buf.getvalue(), cs)
-    return md, cs
+    stem, cols = Path(stem), list(rows[0].keys())
+    text = io.StringIO()
+    csv.writer(text, lineterminator='\n').writerows([cols] + [[_cell(c, r[c], False) for c in cols] for r in rows])
+    return (atomic_write_text((f'{title}\n\n' if title else '') + to_markdown(rows, cols), stem.with_suffix('.md')),
+            atomic_write_text(text.getvalue(), stem.with_suffix('.csv')))
 
 def write_tables(values: dict[str, list[float]], # val_acc_max per treatment
                  versions: dict[str, str], # attention version per treatment (`group_versions`)
@@ -276,24 +276,6 @@ def write_tables(values: dict[str, list[float]], # val_acc_max per treatment
         write_table(out[f'table{t}'], Path(tables_dir) / f'table{t}', title=f'{TITLES[t]} ({profile} profile, '
                     f'{versions_label(versions, [n for _, a, b in comparisons for n in (a, b)])})')
     return out
-
-# %% ../../nbs/44_experiment.stats.ipynb #16e57727
-def comparison_rows(values: dict[str, list[float]], # val_acc_max per treatment
-                    pairs: Sequence[tuple[str, str, str]], # (setting, A, B) per comparison
-                    versions: dict[str, str] | None = None # attention version per treatment
-                   ) -> list[dict]:
-    "Two rows per comparison A -> B: A, then B with the effect, Welch's p, Cohen's d, power and runs for 80%."
-    cols = [c for c in COLUMNS if not c.startswith('paper_')]
-    rows = []
-    for setting, a, b in pairs:
-        c = compare(values.get(a, []), values.get(b, []))
-        for name, s, last in ((a, c['a'], False), (b, c['b'], True)):
-            row = dict.fromkeys(cols, math.nan) | dict(setting=setting, treatment=name, version=(versions or {}).get(name, ''),
-                                                    n=s['n'], max=s['max'], mean=s['mean'], std=s['std'], note=s['note'])
-            if last: row |= dict(effect=c['effect'], ci_low=c['ci_low'], ci_high=c['ci_high'], p=c['p'], d=c['d'],
-                                 power=c['power'], runs_for_80=c['runs_needed'], note=c['note'])
-            rows.append(row)
-    return rows
 
 # %% ../../nbs/44_experiment.stats.ipynb #da368a04
 def against_rows(values: dict[str, list[float]], # val_acc_max per treatment
@@ -338,5 +320,4 @@ def detectable_share(p_a: float, n_a: int, n_b: int, target: float = 0.8, alpha:
                      lower: bool = True) -> float:
     "The share of group B nearest to p_a (below it if `lower`) that Fisher's test tells from p_a with `target` power; NaN: none."
     grid = np.linspace(p_a, 0 if lower else 1, 101)
-    hits = [float(p) for p in grid if fisher_power(p_a, float(p), n_a, n_b, alpha) >= target]
-    return hits[0] if hits else math.nan
+    return next((float(p) for p in grid if fisher_power(p_a, float(p), n_a, n_b, alpha) >= target), math.nan)
