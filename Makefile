@@ -25,7 +25,7 @@ LAB_PORT ?= 8888
 # The documentation site: every notebook executed (long cells skipped, and marked), with the API reference.
 DOCS_JOBS ?= 2
 
-.PHONY: setup demo test install-check export readme check-sync docs docs-check reproduce study open-questions bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
+.PHONY: setup demo test install-check export readme check-sync docs docs-check reproduce tables study open-questions bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
@@ -81,7 +81,7 @@ check-sync: $(STAMP)
 	$(MAKE) --no-print-directory readme; \
 	for f in README.md results/README.md results/bench/README.md; do if ! diff -q "$$tmp"/$$f $$f; then \
 	  echo "$$f is not what nbs/ generates (index, results, benchmarks): run make readme and commit the result"; exit 1; fi; done; \
-	rm -rf "$$tmp"; echo "posattn/, nbs/ and the README pages are in sync and clean"
+	rm -rf "$$tmp"; $(BIN)/python scripts/tables.py --check; echo "posattn/, nbs/, the README pages and the tables are in sync and clean"
 
 # After editing notebooks: regenerate the package and README, and clean the notebooks.
 export: $(STAMP)
@@ -115,6 +115,12 @@ reproduce: $(STAMP)
 	  $(if $(filter slurm,$(EXECUTOR)),--wait $(SLURM_ARGS),--jobs $(JOBS)) $(SWEEP_ARGS) || status=$$?; \
 	$(BIN)/papermill --cwd nbs nbs/reproduce.ipynb results/$(PROFILE)/reproduce.ipynb -p profile $(PROFILE); \
 	echo "reproduce: tables in results/$(PROFILE)/tables/, figures in figures/$(PROFILE)/"; exit $$status
+
+# `make tables`: every committed table and figure rebuilt from the committed runs, nothing trained (Tables 5-7 of cpu,
+# study and probe, then the study's tables): what `make reproduce` and `make study` end with. check-sync rebuilds them in
+# a copy and fails when a committed one is not what the runs make.
+tables: $(STAMP)
+	$(BIN)/python scripts/tables.py
 
 # `make study [JOBS=2]`: the CPU study (nbs/study.ipynb). Through the sweep, each keeping what is finished: the study
 # profile (CIFAR-10 8x8, the paper's seven treatments x nine RandomStates), the pilot of image side (siren_1d and
