@@ -188,15 +188,19 @@ open-questions: $(STAMP)
 # the whole classifier per treatment, input size and thread count against the fused-attention floor, and a profile;
 # writes results/bench/train.{json,md} and figures/train_throughput.png. Finished cases are kept: delete a JSON to re-measure.
 # `make gpu-check`: the device check (scripts/gpu_check.py). On a machine with a GPU: the quick pass (under a minute),
-# then the full check (about 5 minutes), writing results/bench/gpu.json and gpu.md. Without one: the CPU pass at small
+# then WARM processes that compile the fused versions' kernels into Triton's and Inductor's on-disk caches (at most 2
+# minutes), then the full check (about 5 minutes), writing results/bench/gpu.json and gpu.md. Without one: the CPU pass at small
 # sizes (what CI runs), written to results/bench/gpu-cpu.json, which is not versioned. GPU machines without this venv
 # run it with their own Python: `make gpu-check PYTHON=python3` (it installs nothing; the offline CIFAR-10 copy for its
 # short real run is read from data/cifar10-jpeg-train.tar.gz, copied there from OFFLINE_CIFAR_TAR when it is missing).
 PYTHON ?= $(BIN)/python
+WARM ?= 8 # processes that compile the fused kernels side by side before the full check times them (caches on disk)
 gpu-check: $(if $(filter $(BIN)/python,$(PYTHON)),$(STAMP))
 	@if [ ! -f data/cifar10-jpeg-train.tar.gz ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then mkdir -p data; cp "$(OFFLINE_CIFAR_TAR)" data/; fi
 	@if $(PYTHON) -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then \
-	  PYTHONPATH=. $(PYTHON) scripts/gpu_check.py --quick --out results/bench/quick && PYTHONPATH=. $(PYTHON) scripts/gpu_check.py; \
+	  PYTHONPATH=. $(PYTHON) scripts/gpu_check.py --quick --out results/bench/quick && \
+	  { for k in $$(seq 0 $$(($(WARM) - 1))); do PYTHONPATH=. timeout 120 $(PYTHON) scripts/gpu_check.py --warm $$k/$(WARM) >/dev/null 2>&1 & done; wait; } && \
+	  PYTHONPATH=. $(PYTHON) scripts/gpu_check.py; \
 	else echo "gpu-check: no CUDA device here; the CPU pass at small sizes"; PYTHONPATH=. $(PYTHON) scripts/gpu_check.py --device cpu --quick; fi
 
 bench: $(STAMP)
@@ -217,9 +221,14 @@ slurm-down:
 # The sweep on the real cluster: the smoke grid (2 treatments x 2 RandomStates) as one SLURM array through
 # `python -m posattn.sweep --executor slurm`, one task requeued mid-run, every result checked equal (bit for bit) to
 # the local executor's; prints the requeue evidence (attempts file, sacct) and its time. Files in
-# /var/lib/posattn-slurm/test-sweep/<time>/ (not under /tmp: a cluster's nodes do not share it).
-test-slurm: $(STAMP) slurm-up
-	$(BIN)/python scripts/slurm/test_sweep.py
+# /var/lib/posattn-slurm/test-sweep/<time>/ (not under /tmp: a cluster's nodes do not share it). The test stops the
+# cluster it started (pass or fail); a cluster that was already up (`make slurm-up`) is left running.
+test-slurm: $(STAMP)
+	bash scripts/slurm/install.sh
+	@if timeout 10 sinfo -h >/dev/null 2>&1; then was_up=1; else was_up=0; fi; \
+	bash scripts/slurm/up.sh; status=0; $(BIN)/python scripts/slurm/test_sweep.py || status=$$?; \
+	if [ $$was_up = 0 ]; then bash scripts/slurm/down.sh; \
+	else echo "test-slurm: the cluster was up before the test: left running (make slurm-down stops it)"; fi; exit $$status
 
 # `make docs`: the site in _site/ (git-ignored), built from the notebooks executed as `make test` runs them (IN_TEST=1,
 # from nbs/, `#| slow` cells skipped and marked so on the page), with Sphinx, MyST-NB and the book theme; the API

@@ -21,21 +21,18 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from posattn.layers.block import PositionalSelfAttention, VERSIONS, TERMS_VERSIONS  # noqa: E402
+from posattn.layers.block import (PositionalSelfAttention, VERSIONS, TERMS_VERSIONS, FUSED_VERSIONS,  # noqa: E402
+                                   DEVICE_VERSIONS, _load_fused)
 from posattn.encodings.catalogue import PAPER_ENCODINGS, RELATIVE_ENCODINGS  # noqa: E402
 from posattn.experiment.benchmark import _layer, peak_mb, _sync  # noqa: E402
 from posattn.experiment.training_bench import train_model  # noqa: E402
 from posattn.experiment.runs import code_version  # noqa: E402
 from posattn.experiment.runs import PAPER_TREATMENTS, TREATMENTS  # noqa: E402
-from posattn.layers.flex import attend_flex  # noqa: E402
-from posattn.layers.triton_kernel import attend_triton  # noqa: E402
 
-# The fused versions are not in the block's VERSIONS until this check has passed them on a GPU (nbs/22a_layers.flex.ipynb,
-# nbs/22b_layers.triton_kernel.ipynb): registered here, for this process only, so that the block, the classifier and
-# the training step can run them.
-FUSED = dict(flex=attend_flex, triton=attend_triton,  # triton: the positional term from the table P
-             triton_band=functools.partial(attend_triton, band=True))  # computed in the kernels: memory O(N)
-GPU_ONLY = tuple(FUSED)  # versions without a backward on the CPU (triton's runs there only in Triton's interpreter)
+# The fused versions of the block (flex; triton, the positional term from the table P; triton_band, computed in the
+# kernels, memory O(N)): trained on CUDA only (flex's backward and Triton's kernels need a GPU).
+FUSED = FUSED_VERSIONS
+GPU_ONLY = FUSED
 
 PAPER = dict(batch=20, blocks=6, d=64, heads=8, sides=(32, 16))  # the paper's configuration (Section 5), and 16x16
 SMALL = dict(batch=4, blocks=2, d=16, heads=2, sides=(8,))  # the CPU pass: the same code paths at a size CI runs in seconds
@@ -94,15 +91,16 @@ def _forward_backward(block, x, S, r):
     return y, [torch.zeros_like(t) if g is None else g for g, t in zip(grads, [x] + params)]
 
 
-def correctness(dev, quick: bool, bf16: bool = False) -> list[dict]:
+def correctness(dev, quick: bool, bf16: bool = False, time_left=lambda: math.inf) -> list[dict]:
     "Every version and encoding on `dev` against Version 1 in float64 on the CPU: in float32, or on one case under bfloat16 autocast (as training runs it), within bfloat16's rounding."
     rows, (out_tol, grad_tol) = [], ((5e-2, 1e-1) if bf16 else (1e-4, 1e-3))
     for S, opts in (_cases(True)[:1] if bf16 else _cases(quick)):
+        if time_left() < 15: break  # the cases measured are counted in gpu.md
         torch.manual_seed(0)
         ref_block = PositionalSelfAttention(16, 2, version='v1', **opts).double()
         x, r = torch.randn(2, math.prod(S), 16, dtype=torch.float64), torch.randn(2, math.prod(S), 16, dtype=torch.float64)
         want_y, want_g = _forward_backward(ref_block, x, S, r)
-        for version in VERSIONS:
+        for version in (*VERSIONS, *FUSED):
             if version not in TERMS_VERSIONS and opts['pe'] not in PAPER_ENCODINGS: continue
             if version.startswith('triton') and opts['pe'] not in PAPER_ENCODINGS: continue  # other encodings: in its notebook (each geometry is a compilation here)
             if version in GPU_ONLY and dev.type != 'cuda': continue
@@ -130,7 +128,7 @@ def nan_semantics(dev) -> list[dict]:
         reach = [(w - 1) // 2 for w in block.span_size(S)]
         rows_, cols = torch.meshgrid(torch.arange(S[0]), torch.arange(S[1]), indexing='ij')
         hit = ((rows_ - r).abs() <= reach[0]) & ((cols - c).abs() <= reach[1])
-        for version in VERSIONS:
+        for version in (*VERSIONS, *(FUSED if dev.type == 'cuda' else ('flex',))):
             block.version = version
             with torch.no_grad(): y = block(x, S).cpu()  # flex runs forward on the CPU too
             ok = torch.equal(y[0].isnan().any(-1).view(*S), hit) and bool(torch.isfinite(y[1]).all())
@@ -149,9 +147,9 @@ def host_syncs(dev) -> list[dict]:
         q, k, value = (torch.randn(2, 2, 256, 8, device=dev, requires_grad=True) for _ in range(3))
         from posattn.encodings.catalogue import relative_terms
         terms = relative_terms(block.encoding, S, 2).times(lambda off: block.span(off, S))
-        for version in VERSIONS:
-            f = VERSIONS[version]
-            call = (lambda: f(q, k, value, block.u, block.v, S, W, terms=terms)) if version in TERMS_VERSIONS else \
+        for version in (*VERSIONS, *FUSED):
+            f = VERSIONS[version] if version in VERSIONS else _load_fused(version)
+            call = (lambda: f(q, k, value, block.u, block.v, S, W, terms=terms)) if version in (*TERMS_VERSIONS, *FUSED) else \
                    (lambda: f(q, k, value, block.u, block.v, S, W, terms.query, terms.factor))
             call().sum().backward(); _sync(dev)  # warm: cached layouts are built once, with a read of their own
             torch.cuda.set_sync_debug_mode('warn')
@@ -172,7 +170,7 @@ def compiled_block(dev, quick: bool) -> list[dict]:
     rows = []
     import torch._dynamo
     S = [6, 7]
-    for version in (('fast', 'v1') if quick else [v for v in VERSIONS if dev.type == 'cuda' or v not in GPU_ONLY]):
+    for version in (('fast', 'v1') if quick else (*VERSIONS, *(FUSED if dev.type == 'cuda' else ()))):
         torch._dynamo.reset(); torch.manual_seed(0)
         block = PositionalSelfAttention(16, 2, pe='siren', dims=2, span='gaussian', threshold=0.2, version=version).to(dev)
         x, r = torch.randn(2, 42, 16, device=dev), torch.randn(2, 42, 16, device=dev)
@@ -225,9 +223,8 @@ def layer(dev, quick: bool, size: dict) -> list[dict]:
 
 
 # ---------------------------------------------------------------- 3. training steps
-def _train_case(dev, treatment: str, side: int, amp: str, compiled: bool, version: str | None, repeats: int,
-                size: dict) -> dict:
-    "One training step of the classifier of `treatment` (batch 20, 6 blocks, d 64, 8 heads): time, images/s, peak."
+def _train_setup(dev, treatment: str, side: int, amp: str, compiled: bool, version: str | None, size: dict):
+    "(one training step, one evaluation) of a fresh classifier of `treatment`, as functions of nothing."
     import torch._dynamo
     torch._dynamo.reset(); torch.manual_seed(0)
     model = train_model(treatment, side, version=version, blocks=size['blocks'], d=size['d'], heads=size['heads']).to(dev)
@@ -244,6 +241,13 @@ def _train_case(dev, treatment: str, side: int, amp: str, compiled: bool, versio
         opt.step()
     def evaluate():
         with torch.no_grad(), cast(): run(x)
+    return step, evaluate, model
+
+
+def _train_case(dev, treatment: str, side: int, amp: str, compiled: bool, version: str | None, repeats: int,
+                size: dict) -> dict:
+    "One training step of the classifier of `treatment` (batch 20, 6 blocks, d 64, 8 heads): time, images/s, peak."
+    step, evaluate, model = _train_setup(dev, treatment, side, amp, compiled, version, size)
     t0 = time.perf_counter()
     step(); _sync(dev)
     first_s = time.perf_counter() - t0  # compilation included
@@ -261,15 +265,33 @@ def _train_plan(quick: bool, sides) -> list[tuple]:
     s, models = sides[0], ('sdpa', 'none', *PAPER_TREATMENTS)
     if quick: return [(m, sides[-1], 'fp32', c, None) for c in (False, True) for m in ('sdpa', 'span_2d_threshold')]
     pair = ('siren_2d', 'span_2d_threshold')
-    first = [(m, s, 'fp32', False, None) for m in ('sdpa', *pair)]  # the floor and fast: what the fused routes are held to
-    fused = [(m, s, amp, c, f) for c, amp in ((False, 'fp32'), (False, 'bf16'), (True, 'fp32'), (True, 'bf16'))
-             for f in FUSED for m in pair]
-    return (first + fused + [case for case in ((m, s, amp, False, None) for amp in ('fp32', 'bf16') for m in models)
-                             if case not in first]
+    # the decision first: per precision the floor, fast and each fused version on the two treatments of the targets
+    first = [case for amp in ('fp32', 'bf16') for case in
+             [('sdpa', s, amp, False, None)] + [(m, s, amp, False, v) for v in ('fast', *FUSED) for m in pair]]
+    others = [m for m in models if m not in ('sdpa', *pair)]
+    rest = ([(m, s, amp, False, 'fast') for amp in ('fp32', 'bf16') for m in others]  # every paper treatment
+            + [(m, s, amp, False, v) for amp in ('fp32', 'bf16') for v in FUSED for m in others if m != 'none'])
+    return (first + rest + [(m, s, amp, True, f) for amp in ('fp32', 'bf16') for f in FUSED for m in pair]
             + [(m, s, 'fp32', True, None) for m in ('sdpa', *pair)]
             + [(m, s, 'fp32', c, 'v1') for c in (False, True) for m in pair]
             + [(m, s, 'bf16', True, None) for m in ('sdpa', 'span_2d_threshold')] + [('span_2d_threshold', s, 'bf16', True, 'v1')]
             + [(m, side, amp, False, None) for side in sides[1:] for amp in ('fp32', 'bf16') for m in models])
+
+
+def warm(dev, share: str, size: dict) -> None:
+    "Compile share K/N of the full pass's fused training cases (a few steps each) into Triton's and Inductor's caches on disk."
+    k, n = (int(x) for x in share.split('/'))
+    cases = [c for c in _train_plan(False, size['sides']) if c[4] in FUSED and not c[3]]
+    side = size['sides'][0]
+    probes = [('probe', w) for w in PROBE_WINDOWS(side)]
+    items = cases[:12] + probes[:2] + cases[12:] + probes[2:]  # in the order the check meets them
+    for item in items[k::n]:
+        t = time.perf_counter()
+        try:
+            if item[0] == 'probe': flex_probe(dev, False, size, windows=[item[1]])
+            else: _train_case(dev, *item[:4], item[4], 1, size)
+        except Exception as e: print(f"warm {item}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+        print(f"warm {share} {item} {time.perf_counter() - t:6.1f} s", flush=True)
 
 
 def training(dev, quick: bool, size: dict, save, time_left) -> list[dict]:
@@ -289,6 +311,43 @@ def training(dev, quick: bool, size: dict, save, time_left) -> list[dict]:
         print(f"  train {model:18s} {side}x{side} {amp} {'compiled' if compiled else 'eager':8s} {row['version']:4s} "
               + (f"{row['step_s'] * 1e3:8.1f} ms/step {row['paper_run_hours']:6.2f} h/run" if 'step_s' in row else row['error'][:80]),
               flush=True)
+    return rows
+
+
+def kernel_profile(dev, size: dict, time_left=lambda: math.inf, save=lambda rows: None, steps: int = 2) -> list[dict]:
+    "Where a training step's device time goes, per version: its kernels by name and self device time (torch.profiler)."
+    rows = []
+    side = size['sides'][0]
+    for amp in ('fp32', 'bf16'):
+        for model in ('siren_2d', 'span_2d_threshold'):
+            for version in ('fast', *(FUSED if dev.type == 'cuda' else ())):
+                row = dict(model=model, side=side, amp=amp, version=version)
+                if time_left() < 25: rows.append(dict(row, skipped='the time of the check ran out')); continue
+                try:
+                    step, _, _ = _train_setup(dev, model, side, amp, False, version, size)
+                    for _ in range(3): step()
+                    _sync(dev)
+                    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if dev.type == 'cuda' else [])
+                    t = time.perf_counter()
+                    with torch.profiler.profile(activities=acts) as prof:
+                        for _ in range(steps): step()
+                        _sync(dev)
+                    wall = (time.perf_counter() - t) / steps
+                    # device kernels where there is a device, else the CPU's operators (the CPU pass checks the plumbing)
+                    own = [(e.key, e.self_device_time_total if dev.type == 'cuda' else e.self_cpu_time_total)
+                           for e in prof.key_averages()]
+                    own = sorted(((k, us / steps / 1e3) for k, us in own if us > 0 and (dev.type == 'cuda' or k.startswith('aten::'))),
+                                 key=lambda kv: -kv[1])
+                    busy = sum(ms for _, ms in own)
+                    row.update(wall_ms=wall * 1e3, busy_ms=busy, launches=sum(e.count for e in prof.key_averages()
+                               if dev.type == 'cuda' and e.self_device_time_total > 0) / steps,
+                               top=[dict(kernel=k[:90], ms=ms, share=ms / busy) for k, ms in own[:8]])
+                except Exception as e:
+                    row.update(error=f'{type(e).__name__}: {str(e)[:300]}'); traceback.print_exc()
+                if dev.type == 'cuda': torch.cuda.empty_cache()
+                rows.append(row); save(rows)
+                print(f"  profile {model:18s} {amp} {version:12s} " + (f"wall {row['wall_ms']:.1f} ms, busy {row['busy_ms']:.1f} ms"
+                      if 'wall_ms' in row else row.get('error', row.get('skipped', ''))[:80]), flush=True)
     return rows
 
 
@@ -314,22 +373,34 @@ def real_run(dev, quick: bool, data_tar: Path | None, size: dict) -> dict:
 
 
 # ---------------------------------------------------------------- 5. the fused versions against fast
-def flex_probe(dev, quick: bool, size: dict) -> list[dict]:
-    "attend_flex and attend_triton against fast on one 2-D layer: error of outputs and gradients, time of forward and backward."
+def _allocated(dev) -> int:
+    "Bytes PyTorch's allocator has handed out on `dev` (the device synchronised, Python's garbage collected)."
+    import gc
+    gc.collect(); _sync(dev)
+    return torch.cuda.memory_allocated(dev) if dev.type == 'cuda' else 0
+
+
+PROBE_WINDOWS = lambda side: ((9, 9), (2 * side - 1,) * 2, (3, 3), (17, 17))  # the target's two first
+
+
+def flex_probe(dev, quick: bool, size: dict, time_left=lambda: math.inf, windows=None, save=lambda rows: None) -> list[dict]:
+    "The fused versions against fast on one 2-D layer: errors of outputs and gradients, time of forward and backward, peak memory and the memory a call leaves allocated."
     from posattn.encodings.catalogue import relative_terms
     from posattn.layers.fast import attend_fast
     rows = []
     side, B, d, H = size['sides'][0], size['batch'], size['d'], size['heads']
     S = (side, side)
-    for W in (((9, 9),) if quick else ((3, 3), (9, 9), (17, 17), (2 * side - 1,) * 2)):
+    for W in windows or (((9, 9),) if quick else PROBE_WINDOWS(side)):
         W = tuple(min(w, 2 * side - 1) for w in W)
+        if time_left() < 30:
+            rows.append(dict(window='x'.join(map(str, W)), skipped='the time of the check ran out')); continue
         torch.manual_seed(0)
         block = _layer(S, W if W[0] < 2 * side - 1 else None, d, H).to(dev)
         terms = relative_terms(block.encoding, S, H).times(lambda off: block.span(off, S))
         q, k, value = (torch.randn(B, H, side * side, d // H, device=dev, requires_grad=dev.type == 'cuda') for _ in range(3))
         leaves = [q, k, value, block.u, block.v, block.span.sigma, *block.encoding.parameters()]
         calls = dict(fast=lambda: attend_fast(q, k, value, block.u, block.v, S, W, terms=terms),
-                     **{n: (lambda f=f: f(q, k, value, block.u, block.v, S, W, terms=terms)) for n, f in FUSED.items()})
+                     **{n: (lambda f=_load_fused(n): f(q, k, value, block.u, block.v, S, W, terms=terms)) for n in FUSED})
         row = dict(window='x'.join(map(str, W)), gaussian_table='per query')
         if dev.type != 'cuda':  # flex has no backward on the CPU: outputs only
             with torch.no_grad(): row['flex_out_err'] = _rel(calls['flex'](), calls['fast']())
@@ -338,6 +409,7 @@ def flex_probe(dev, quick: bool, size: dict) -> list[dict]:
         res = {}
         for name, f in calls.items():
             try:
+                before = _allocated(dev)
                 t = time.perf_counter()
                 y = f(); res[name] = [y] + list(torch.autograd.grad((y * r).sum(), leaves))
                 row[f'{name}_first_s'] = time.perf_counter() - t
@@ -345,49 +417,74 @@ def flex_probe(dev, quick: bool, size: dict) -> list[dict]:
                     y = f(); torch.autograd.grad((y * r).sum(), leaves)
                 row[f'{name}_ms'] = _median_time(step, dev, 5 if quick else 10) * 1e3
                 row[f'{name}_peak_mb'] = peak_mb(step, dev)
+                kept = sum(x.numel() * x.element_size() for x in res[name])  # the results this check keeps
+                row[f'{name}_held_mb'] = (_allocated(dev) - before - kept) / 2**20  # what the calls left behind
             except Exception as e:  # one route failing must not hide the other's numbers
                 row[f'{name}_error'] = f'{type(e).__name__}: {str(e)[:300]}'; traceback.print_exc()
         for name in FUSED:
             if name in res:
                 row[f'{name}_out_err'] = _rel(res[name][0], res['fast'][0])
                 row[f'{name}_grad_err'] = _grad_errors(res[name][1:], res['fast'][1:])
-        rows.append(row)
+        rows.append(row); save(rows)
         print(f"  fused {row}", flush=True)
     return rows
 
 
-# ---------------------------------------------------------------- 6. issue 28's targets, from what was measured
-TARGETS = (  # (name, limit): a measured ratio or error must be at most the limit
-    ('float32 outputs against Version 1 (relative)', 1e-5), ('float32 gradients against Version 1 (relative)', 1e-4),
-    ('training step of siren_2d / floor', 1.5), ('training step of span_2d_threshold / floor', 2.0),
-    ('peak memory of the training step / floor', 2.0), ('9x9 window / full span, one layer', 0.5),
-    ('one paper run, the slower of siren_2d and span_2d_threshold (hours)', 3.0))
+# ---------------------------------------------------------------- 6. issue 38's targets, from what was measured
+def _train_row(data, model, side, amp, version):
+    return next((r for r in data.get('train', []) if (r['model'], r['side'], r['amp'], r['compiled'], r['version'])
+                 == (model, side, amp, False, version) and 'step_s' in r), None)
+
+
+def _over_floor(data, model, side, amp, version, key):
+    "A training case's `key` (step_s, peak_mb) over the floor's, or None where either was not measured."
+    row, floor = _train_row(data, model, side, amp, version), _train_row(data, 'sdpa', side, amp, '-')
+    return row[key] / floor[key] if row and floor and floor.get(key) else None
+
+
+def _worst(values):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def _window_ratio(data, version, side):
+    rows = {r['window']: r.get(f'{version}_ms') for r in data.get('flex', [])}
+    full = f'{2 * side - 1}x{2 * side - 1}'
+    return rows['9x9'] / rows[full] if rows.get('9x9') and rows.get(full) else None
+
+
+# Each target: its name, the limit a measured value must not exceed, and how the value is read from the check's data
+# (version, precision, side), for the eager training step at the paper's size.
+TARGETS = [
+    dict(name='float32 outputs against Version 1 (relative)', limit=1e-5, fp32_only=True,
+         value=lambda d, v, amp, s: _worst(r['out_err'] for r in d.get('correctness', []) if r['version'] == v)),
+    dict(name='float32 gradients against Version 1 (relative)', limit=1e-4, fp32_only=True,
+         value=lambda d, v, amp, s: _worst(r['grad_err'] for r in d.get('correctness', []) if r['version'] == v)),
+    dict(name='training step of siren_2d / floor', limit=1.3,
+         value=lambda d, v, amp, s: _over_floor(d, 'siren_2d', s, amp, v, 'step_s')),
+    dict(name='training step of span_2d_threshold / floor', limit=1.6,
+         value=lambda d, v, amp, s: _over_floor(d, 'span_2d_threshold', s, amp, v, 'step_s')),
+    dict(name='training step of every paper treatment measured / floor (the slowest)', limit=2.0,
+         value=lambda d, v, amp, s: _worst(_over_floor(d, m, s, amp, v, 'step_s') for m in PAPER_TREATMENTS)),
+    dict(name='peak memory of the training step / floor (the largest)', limit=3.0,
+         value=lambda d, v, amp, s: _worst(_over_floor(d, m, s, amp, v, 'peak_mb') for m in PAPER_TREATMENTS)),
+    dict(name='9x9 window / full span, one layer', limit=0.5, fp32_only=True,
+         value=lambda d, v, amp, s: _window_ratio(d, v, s)),
+    dict(name='one paper run, the slowest paper treatment measured (hours)', limit=2.0,
+         value=lambda d, v, amp, s: _worst((_train_row(d, m, s, amp, v) or {}).get('paper_run_hours') for m in PAPER_TREATMENTS)),
+]
 
 
 def targets(data: dict, side: int = 32) -> list[dict]:
-    "Each target of issue 28 for each version on CUDA (fast for reference): the measured value, the limit, met or not."
-    def train(version, model, key):
-        row = next((r for r in data.get('train', []) if (r['model'], r['side'], r['amp'], r['compiled'], r['version'])
-                    == (model, side, 'fp32', False, version) and 'step_s' in r), None)
-        floor = next((r for r in data.get('train', []) if (r['model'], r['side'], r['amp'], r['compiled'])
-                      == ('sdpa', side, 'fp32', False) and 'step_s' in r), None)
-        if row is None: return None
-        if key == 'paper_run_hours': return row[key]
-        return row[key] / floor[key] if floor and floor.get(key) else None
-    def probe(version):
-        rows = {r['window']: r.get(f'{version}_ms') for r in data.get('flex', [])}
-        full = f'{2 * side - 1}x{2 * side - 1}'
-        return rows['9x9'] / rows[full] if rows.get('9x9') and rows.get(full) else None
+    "Each target of issue 38 for each version on CUDA and each precision: the measured value, the limit, met or not."
     out = []
-    for version in ('fast', *FUSED):
-        mine = [r for r in data.get('correctness', []) if r['version'] == version]
-        spans = [x for x in (train(version, m, 'peak_mb') for m in ('siren_2d', 'span_2d_threshold')) if x is not None]
-        hours = [x for x in (train(version, m, 'paper_run_hours') for m in ('siren_2d', 'span_2d_threshold')) if x is not None]
-        values = (max((r['out_err'] for r in mine), default=None), max((r['grad_err'] for r in mine), default=None),
-                  train(version, 'siren_2d', 'step_s'), train(version, 'span_2d_threshold', 'step_s'),
-                  max(spans, default=None), probe(version), max(hours, default=None))
-        out += [dict(version=version, target=name, limit=limit, value=v, met=None if v is None else bool(v <= limit))
-                for (name, limit), v in zip(TARGETS, values)]
+    for amp in ('fp32', 'bf16'):
+        for version in ('fast', *FUSED):
+            for t in TARGETS:
+                if amp == 'bf16' and t.get('fp32_only'): continue
+                v = t['value'](data, version, amp, side)
+                out.append(dict(version=version, amp=amp, target=t['name'], limit=t['limit'], value=v,
+                                met=None if v is None else bool(v <= t['limit'])))
     return out
 
 
@@ -404,6 +501,8 @@ def markdown(data: dict) -> str:
               f"{m['device_name']}, torch {m['torch']}, triton {m.get('triton')}, Python {m['python']}; "
               f"posattn code {m['code_version']}; {data['finished']}; {data['wall_s']:.0f} s.", '']
     if data.get('errors'): lines += ['**Errors:** ' + '; '.join(f"{k}: {v.splitlines()[-1]}" for k, v in data['errors'].items()), '']
+    if data.get('stopped'): lines += [f"**Stopped:** {data['stopped']}", '']
+    if data.get('skipped'): lines += ['**Not run** (the time of the check ran out): ' + ', '.join(data['skipped']), '']
     c = data.get('correctness', [])
     if c:
         bad = [r for r in c if not r['ok']]
@@ -449,24 +548,44 @@ def markdown(data: dict) -> str:
                          f"{_fmt(r['peak_mb'] / f['peak_mb'] if f and f['peak_mb'] and r['peak_mb'] else None, '.2f')} | "
                          f"{r['paper_run_hours']:.2f} |")
         lines.append('')
+    if data.get('profile'):
+        lines += ["## Where a training step's time goes (torch.profiler, eager)", '',
+                  'busy: the kernels\' own device time per step (on the CPU pass: the operators\' own CPU time); wall: the step '
+                  'with the profiler on. busy well under wall means the device waits on the host (launches, Python); the kernels '
+                  'named are where the device time goes.', '',
+                  '| model | precision | version | wall ms | busy ms | busy / wall | kernels | the largest (share of busy) |',
+                  '|---|---|---|---:|---:|---:|---:|---|']
+        for r in data['profile']:
+            if 'wall_ms' not in r:
+                lines.append(f"| {r['model']} | {r['amp']} | {r['version']} | {(r.get('skipped') or r.get('error', ''))[:60]} | | | | |"); continue
+            top = '; '.join(f"`{t['kernel'][:48]}` {t['share']:.0%}" for t in r['top'][:3])
+            lines.append(f"| {r['model']} | {r['amp']} | {r['version']} | {r['wall_ms']:.1f} | {r['busy_ms']:.1f} | "
+                         f"{r['busy_ms'] / r['wall_ms']:.2f} | {r['launches']:.0f} | {top} |")
+        lines.append('')
     if data.get('flex'):
-        lines += ['## The fused versions (attend_flex, attend_triton) against fast (one 2-D layer, forward and backward)', '',
-                  '| window | version | out err | grad err | ms | fast ms | peak MB | fast MB |', '|---|---|---:|---:|---:|---:|---:|---:|']
+        lines += ['## The fused versions against fast (one 2-D layer, forward and backward)', '',
+                  f"At {z['sides'][0]}x{z['sides'][0]}, {at}, float32. Errors are relative to fast's outputs and gradients; "
+                  "held: the memory still allocated after the calls beyond the output and gradients the check keeps (scratch buffers, "
+                  "or anything a call leaves on the output's autograd graph).", '',
+                  '| window | version | out err | grad err | ms | fast ms | peak MB | fast MB | held MB | fast held MB |',
+                  '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|']
         for r in data['flex']:
+            if 'skipped' in r: lines.append(f"| {r['window']} | | | | {r['skipped']} | | | | | |"); continue
             for n in FUSED:
                 old = n == 'flex' and 'flex_out_err' not in r  # a row of the check before attend_triton
                 err = lambda k: r.get(k if old else f'{n}_{k}')
                 lines.append(f"| {r['window']} | {n} | {_fmt(err('out_err'), '.1e')} | {_fmt(err('grad_err'), '.1e')} | "
                              f"{_fmt(r.get(f'{n}_ms'), '.2f') or r.get(f'{n}_error', '')[:60]} | {_fmt(r.get('fast_ms'), '.2f')} | "
-                             f"{_fmt(r.get(f'{n}_peak_mb'), '.0f')} | {_fmt(r.get('fast_peak_mb'), '.0f')} |")
+                             f"{_fmt(r.get(f'{n}_peak_mb'), '.0f')} | {_fmt(r.get('fast_peak_mb'), '.0f')} | "
+                             f"{_fmt(r.get(f'{n}_held_mb'), '.1f')} | {_fmt(r.get('fast_held_mb'), '.1f')} |")
         lines.append('')
     if data.get('targets'):
-        lines += [f"## Issue 28's targets (float32, eager, {data['targets_side']}x{data['targets_side']}, batch {z['batch']})", '',
+        lines += [f"## Issue 38's targets (eager, {data['targets_side']}x{data['targets_side']}, batch {z['batch']})", '',
                   *(['The CPU pass: its sizes are not the targets\' (32x32, batch 20, on a GPU); the table only shows the check '
                      'computes them.', ''] if not data['machine']['device'].startswith('cuda') else []),
-                  '| version | target | measured | limit | met |', '|---|---|---:|---:|---|']
+                  '| version | precision | target | measured | limit | met |', '|---|---|---|---:|---:|---|']
         for r in data['targets']:
-            lines.append(f"| {r['version']} | {r['target']} | {_fmt(r['value'], '.3g') or 'not measured'} | {r['limit']:g} | "
+            lines.append(f"| {r['version']} | {r.get('amp', 'fp32')} | {r['target']} | {_fmt(r['value'], '.3g') or 'not measured'} | {r['limit']:g} | "
                          f"{'' if r['met'] is None else 'yes' if r['met'] else 'NO'} |")
         lines.append('')
     rr = data.get('run')
@@ -493,13 +612,23 @@ def main(argv=None):
     p.add_argument('--data-tar', default=str(ROOT / 'data' / 'cifar10-jpeg-train.tar.gz'),
                    help='the offline CIFAR-10 copy for the real run')
     p.add_argument('--budget', type=float, default=None, help='seconds the check may take (default 300, quick 60); the training cases stop first')
-    p.add_argument('--skip', nargs='*', default=[], choices=['correctness', 'layer', 'train', 'run', 'flex'])
+    p.add_argument('--skip', nargs='*', default=[], choices=['correctness', 'layer', 'train', 'profile', 'run', 'flex'])
+    p.add_argument('--warm', default=None, metavar='K/N',
+                   help="only compile share K of N of the fused training cases into the on-disk caches (run N such processes "
+                        "side by side before the check: its timings then start with the kernels built)")
+    p.add_argument('--train-share', type=float, default=0.6, help='the share of the budget the training cases may take (full pass on a GPU)')
     a = p.parse_args(argv)
     if a.device not in ('auto', 'cpu', 'cuda') and not a.device.startswith('cuda:'):
         p.error(f"--device={a.device!r} must be 'auto', 'cpu', 'cuda' or 'cuda:N'")
     dev = torch.device('cuda' if a.device == 'auto' and torch.cuda.is_available() else 'cpu' if a.device == 'auto' else a.device)
     if dev.type == 'cuda' and not torch.cuda.is_available(): p.error(f"--device={a.device!r}: this machine has no CUDA device")
     if dev.type == 'cpu' and not a.quick: p.error("on the CPU only --quick runs (the full check is sized for a GPU)")
+    if a.warm:
+        if dev.type != 'cuda': p.error('--warm compiles GPU kernels: it needs a CUDA device')
+        try: k, n = (int(x) for x in a.warm.split('/')); assert 0 <= k < n
+        except Exception: p.error(f"--warm={a.warm!r} must be K/N with 0 <= K < N, e.g. 0/4")
+        torch.backends.cuda.matmul.allow_tf32 = False  # as the check runs: the same kernels, the same cache keys
+        return warm(dev, a.warm, PAPER) or 0
     out = Path(a.out) if a.out else ROOT / 'results' / 'bench'
     out.mkdir(parents=True, exist_ok=True)
     stem = 'gpu' if dev.type == 'cuda' else 'gpu-cpu'
@@ -519,19 +648,27 @@ def main(argv=None):
         data['targets'], data['targets_side'] = targets(data, size['sides'][0]), size['sides'][0]  # as far as measured
         _atomic(out / f'{stem}.json', json.dumps(data, indent=1, default=str))
         _atomic(out / f'{stem}.md', markdown(data))
-    if dev.type == 'cuda':
-        for name, f in FUSED.items(): VERSIONS.setdefault(name, f)  # see GPU_ONLY
     size = PAPER if dev.type == 'cuda' else SMALL
     data['size'] = size
-    sections = [('correctness', lambda: correctness(dev, a.quick)), ('bf16', lambda: correctness(dev, a.quick, bf16=True)),
-                ('nan', lambda: nan_semantics(dev)),
-                ('syncs', lambda: host_syncs(dev)), ('compile', lambda: compiled_block(dev, a.quick)),
-                ('layer', lambda: layer(dev, a.quick, size)), ('run', lambda: real_run(dev, a.quick, Path(a.data_tar), size)),
-                ('flex', lambda: flex_probe(dev, a.quick, size)),
-                ('train', lambda: training(dev, a.quick, size, lambda r: save(r, 'train'), time_left))]
+    train_end = t0 + budget * (1 if a.quick else a.train_share)  # the training cases' own deadline
+    sections = dict(
+        train=lambda: training(dev, a.quick, size, lambda r: save(r, 'train'), lambda: train_end - time.perf_counter()),
+        profile=lambda: kernel_profile(dev, size, time_left, save=lambda r: save(r, 'profile')),
+        flex=lambda: flex_probe(dev, a.quick, size, time_left, save=lambda r: save(r, 'flex')), compile=lambda: compiled_block(dev, a.quick),
+        nan=lambda: nan_semantics(dev), syncs=lambda: host_syncs(dev), correctness=lambda: correctness(dev, a.quick, time_left=time_left),
+        bf16=lambda: correctness(dev, a.quick, bf16=True, time_left=time_left), layer=lambda: layer(dev, a.quick, size),
+        run=lambda: real_run(dev, a.quick, Path(a.data_tar), size))
+    # the order: on a GPU what decides the CUDA default first (the training step, then one layer per window); the
+    # quick pass and the CPU pass check correctness first
+    order = list(sections) if dev.type == 'cuda' and not a.quick else \
+        ['correctness', 'bf16', 'nan', 'syncs', 'compile', 'layer', 'run', 'flex', 'train', 'profile']
     group = dict(bf16='correctness', nan='correctness', syncs='correctness', compile='correctness')
-    for key, fn in sections:
+    data['skipped'] = {}
+    for key in order:
+        fn = sections[key]
         if group.get(key, key) in a.skip: continue
+        if key != 'train' and time_left() < 20:
+            data['skipped'][key] = 'the time of the check ran out'; save(); continue
         t = time.perf_counter()
         print(f"{key} ...", flush=True)
         try: data[key] = fn()

@@ -1,4 +1,4 @@
-"""What `pip install posattn` gives a researcher who wants the layer alone: the wheel of this checkout, installed into a
+"""What `pip install .` gives a researcher who wants the layer alone: the wheel of this checkout, installed into a
 fresh venv next to PyTorch and nothing else, runs README.md's "Use it in your model" snippet; the experiment platform
 refuses to import with a message naming its extra; and the packages of that install are counted against the extras'.
 
@@ -45,7 +45,7 @@ def main(argv=None):
         code = snippet(ROOT / 'README.md') + "\nassert y.shape == (4, 1024, 64), y.shape\nprint('snippet: y', tuple(y.shape), 'window', block.span_size([32, 32]))\n"
         print(sh(py, '-c', code, cwd=tmp).stdout.strip())
         r = sh(py, '-c', 'import posattn.experiment', cwd=tmp, may_fail=True)
-        if r.returncode == 0 or "pip install 'posattn[experiments]'" not in r.stderr:
+        if r.returncode == 0 or "pip install '.[experiments]' in a posattn checkout" not in r.stderr:
             sys.exit(f"install-check: importing posattn.experiment without its extra should name the extra; got:\n{r.stderr[-2000:]}")
         print('experiment without the extra:', r.stderr.strip().splitlines()[-1])
         print(f'install-check: passed; the layer alone installs {len(installed)} packages (pip and posattn included), '

@@ -14,8 +14,12 @@ import contextlib, json, math, os, re, shutil, signal, socket, subprocess, sys, 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
-import cloudpickle, submitit # cloudpickle: submitit's own dependency
-from submitit.helpers import Checkpointable, DelayedSubmission
+try:
+    import cloudpickle, submitit # cloudpickle: submitit's own dependency
+    from submitit.helpers import Checkpointable, DelayedSubmission
+except ImportError as e:  # the one module of the platform that needs it: training and benchmarks run without
+    raise ImportError(f"posattn.experiment.cluster (sweeps, SLURM) needs submitit, of the experiments extra ({e}): "
+                      "pip install '.[experiments]' in a posattn checkout (or make setup there)") from e
 from ..core.checks import check_choice, check_int, check_positive
 
 # %% ../../nbs/45_experiment.cluster.ipynb #eb6a33e6

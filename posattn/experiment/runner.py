@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 import posattn
 from ..core.checks import check_choice, check_int
-from ..layers.block import DEFAULT_VERSION, VERSIONS
+from ..encodings.catalogue import RELATIVE_ENCODINGS
+from ..layers.block import DEFAULT_VERSION, DEVICE_VERSIONS, FUSED_VERSIONS, VERSION_CHOICES, PositionalSelfAttention, pick_version
 from .runs import (LOCK_HOLDER_ENV, OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResult, RunRefused,
                                      atomic_save, atomic_write_text, check_outputs, check_treatment, clean_tmp,
                                      code_version, config_diff, make_classifier, mismatch_message, project_root, read_result,
@@ -37,7 +38,7 @@ def _check_number(name, value, low=0., high=math.inf):
         raise ValueError(f"{name}={value!r} must be a number in [{low}, {high}]")
 
 def _check_values(cfg: dict):
-    for k, options in (('version', VERSIONS), ('wandb_mode', WANDB_MODES), ('amp', AMP_MODES)): check_choice(k, cfg[k], options)
+    for k, options in (('version', VERSION_CHOICES), ('wandb_mode', WANDB_MODES), ('amp', AMP_MODES)): check_choice(k, cfg[k], options)
     if not (cfg['wandb_group'] is None or (isinstance(cfg['wandb_group'], str) and cfg['wandb_group'].strip())):
         raise ValueError(f"wandb_group={cfg['wandb_group']!r} must be a name (a non-empty string) or None")
     for k in ('epochs', 'batch_size', 'accumulate', 'd', 'heads', 'blocks', 'ffn', 'eval_batch_size'): cfg[k] = check_int(k, cfg[k])
@@ -54,6 +55,15 @@ def _check_values(cfg: dict):
         except Exception: raise bad from None
 
 # %% ../../nbs/43_experiment.runner.ipynb #dc4f0293
+def _auto_version(cfg: dict) -> str:
+    "The version 'auto' runs for a run of `cfg` on its device type: the block's choice for the treatment's encoding and span."
+    best = DEVICE_VERSIONS.get(cfg['device_type'], 'fast')
+    if best not in FUSED_VERSIONS or treatment_attention(cfg['treatment']) != 'positional': return 'fast' if best in FUSED_VERSIONS else best
+    pe = cfg.get('pe', 'siren') if cfg.get('pe', 'siren') in RELATIVE_ENCODINGS else 'none'  # absolute ones: outside the blocks
+    block = PositionalSelfAttention(8, 2, pe=pe, dims=cfg['dims'], span=cfg.get('span', 'off'))
+    dtype = torch.bfloat16 if cfg['amp'] == 'bf16' else torch.float32
+    return pick_version('auto', block.term_slots, cfg['dims'], cfg['device_type'], dtype, grad=True)
+
 def _resolve_dataset(cfg: dict) -> dict:
     if cfg['dataset'] is None:
         if cfg['data_root'] is None and (project_root() / OFFLINE_CIFAR).is_dir(): cfg['data_root'] = OFFLINE_CIFAR
@@ -82,6 +92,7 @@ def resolve_config(treatment: str = 'span_2d', # a key of TREATMENTS
     cfg.update(TREATMENTS[treatment], layout='2d' if TREATMENTS[treatment]['dims'] == 2 else '1d')
     _check_values(cfg)
     cfg['device_type'] = resolve_device(cfg['device']).type
+    if cfg['version'] == 'auto': cfg['version'] = _auto_version(cfg)  # a run records the version it runs
     return _resolve_dataset(cfg)
 
 # %% ../../nbs/43_experiment.runner.ipynb #61f7efdc

@@ -23,7 +23,7 @@ from .runs import TREATMENTS, make_classifier, treatment_attention
 from ..model.classifier import Classifier
 from .runner import resolve_device
 from .train import keep_freed_memory
-from ..layers.block import VERSIONS
+from ..layers.block import VERSION_CHOICES
 from .benchmark import CASE_KINDS, in_child, is_oom, limit_memory, peak_mb, timed
 
 # %% ../../nbs/47a_experiment.training_bench.ipynb #6b28655b
@@ -144,7 +144,7 @@ def measure_train(treatment: str, # a key of TRAIN_MODELS: 'sdpa' (the floor), '
     counts = dict(side=side, batch=batch, blocks=blocks, d=d, heads=heads, repeats=repeats)
     side, batch, blocks, d, heads, repeats = (check_int(name, value) for name, value in counts.items())
     trial, threads = check_int('trial', trial, 0), check_int('threads', threads, none=True)
-    check_choice('version', version, (None, *VERSIONS))
+    check_choice('version', version, (None, *VERSION_CHOICES))
     if d % heads: raise ValueError(f"d={d} must be divisible by heads={heads}")
     sigmas = None if sigmas is None else [[float(s) for s in layer] for layer in sigmas]
     if sigmas is not None: train_model(treatment, side, sigmas, version, blocks, d, heads)  # raises on wrong sigmas

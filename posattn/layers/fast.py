@@ -92,11 +92,13 @@ class FastOptions:
     budget: int = 2 ** 20  # scores per chunk on the CPU (batch x heads x queries x keys): scratch buffers in cache
     gpu_budget: int = 2 ** 27  # scores per chunk on a GPU: few large chunks (each is dozens of kernel launches)
     tiles: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)  # window tile sizes the plan may choose along each dimension
+    scratch_bytes: int = 2 ** 26  # scratch buffers a thread keeps between calls on the CPU: 64 MB
+    gpu_scratch_bytes: int = 0  # ... and on a GPU: none (PyTorch's caching allocator hands the memory out again)
 
     def __post_init__(self):
         if self.recompute not in (True, False, None):
             raise ValueError(f"recompute={self.recompute!r} must be True, False or None")
-        for name in ('keep_bytes', 'gpu_keep_bytes', 'budget', 'gpu_budget'): check_int(name, getattr(self, name), low=0)
+        for name in ('keep_bytes', 'gpu_keep_bytes', 'budget', 'gpu_budget', 'scratch_bytes', 'gpu_scratch_bytes'): check_int(name, getattr(self, name), low=0)
         if not self.tiles or any(check_int('tiles', t) < 1 for t in self.tiles):
             raise ValueError(f"tiles={self.tiles!r} must hold at least one positive tile size")
 
@@ -248,6 +250,14 @@ def _scratch(slot: int, # a `_Slot` (tests use others)
 def _buffer(slot: int | None, shape, like: Tensor) -> Tensor:
     "Scratch `slot`, or a tensor of its own when `slot` is None (a result that outlives the chunk)."
     return torch.empty(shape, dtype=like.dtype, device=like.device) if slot is None else _scratch(slot, shape, like)
+
+def _trim_scratch(device: torch.device) -> None:
+    "Free this thread's scratch buffers on `device` beyond the bytes FastOptions lets it keep, the largest first."
+    opts, pool = current_fast_options(), _SCRATCH.__dict__.get('pool', {})
+    room = opts.scratch_bytes if device.type == 'cpu' else opts.gpu_scratch_bytes
+    for key in sorted((k for k in pool if k[2] == device), key=lambda k: pool[k].nbytes):
+        if pool[key].nbytes > room: del pool[key]
+        else: room -= pool[key].nbytes
 
 
 # %% ../../nbs/22_layers.fast.ipynb #a8c11043
@@ -450,7 +460,7 @@ def _chunk_slices(x: _Chunk, dims: _Chunk, step: int, tiles: int):
 class _Chunks(torch.autograd.Function):
     "Attention of all tiles, `step` at a time; each chunk's weights (with a Gaussian to learn: its raw scores) are kept, or recomputed (`recompute`)."
     @staticmethod
-    def forward(ctx, *args): # the fields of a `_Chunk` (autograd sees each tensor), then the rest of `_Chunks.run`'s arguments
+    def forward(ctx, *args): # the fields of a `_Chunk` (autograd sees each tensor), then the rest of `_run_chunks`'s arguments
         x, (geom, step, dims, recompute, finite, exact, regrid) = _Chunk(*args[:10]), args[10:]
         keep_raw = not recompute and ctx.needs_input_grad[5]  # the Gaussian's gradient needs the raw scores
         ctx.geom, ctx.step, ctx.dims, ctx.exact, ctx.kept, outs = geom, step, dims, exact, [], []
@@ -460,6 +470,7 @@ class _Chunks(torch.autograd.Function):
         out = torch.cat(outs, 2)
         ctx.regrid = regrid
         ctx.save_for_backward(*x._replace(e=None if regrid else x.e), out)
+        _trim_scratch(out.device)
         return out
 
     @staticmethod
@@ -485,16 +496,19 @@ class _Chunks(torch.autograd.Function):
                 if dim is None: acc.add_(part)
                 else: acc.narrow(dim, s, n).copy_(part)
         if sums: grads = grads._replace(keys=sums[0].mT if need.keys else None, vals=sums[1].mT if need.vals else None)
+        ctx.kept = [None] * len(ctx.kept)  # freed now, not when the graph goes (a second pass recomputes them)
+        _trim_scratch(out.device)
         return *grads, None, None, None, None, None, None, None
 
-    @staticmethod
-    def run(x: _Chunk, geom: _Geometry, step: int, # tiles per chunk
-            dims: _Chunk, # the tile dimension of each tensor of `x` (None: shared by the tiles)
-            recompute: bool = False, finite: bool = False, exact: bool = False,
-            regrid=None # a function that rebuilds x.e: it is then rebuilt for the backward pass instead of kept
-           ) -> Tensor: # [B, H, tiles, T^n, d_H]
-        "The attention output of every tile of `x`, through one autograd node."
-        return _Chunks.apply(*x, geom, step, dims, recompute, finite, exact, regrid)
+
+# %% ../../nbs/22_layers.fast.ipynb #bdbfe17a
+def _run_chunks(x: _Chunk, geom: _Geometry, step: int, # tiles per chunk
+                dims: _Chunk, # the tile dimension of each tensor of `x` (None: shared by the tiles)
+                recompute: bool = False, finite: bool = False, exact: bool = False,
+                regrid=None # a function that rebuilds x.e: it is then rebuilt for the backward pass instead of kept
+               ) -> Tensor: # [B, H, tiles, T^n, d_H]
+    "The attention output of every tile of `x`, through one autograd node (`_Chunks`)."
+    return _Chunks.apply(*x, geom, step, dims, recompute, finite, exact, regrid)
 
 
 # %% ../../nbs/22_layers.fast.ipynb #d6f75bcb
@@ -680,7 +694,7 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     masked = x.valid is not None  # only a mask needs weighted_sum's exact path for non-finite values
     read = may_read(q)  # else (a GPU) no value is read back: the safe paths from the start
     finite = not masked or (read and bool(_sum(value).isfinite()))  # checked once per call, not per chunk
-    run = lambda exact: _Chunks.run(x, tables.geom, step, tables.dims, recompute, finite, exact, tables.regrid)
+    run = lambda exact: _run_chunks(x, tables.geom, step, tables.dims, recompute, finite, exact, tables.regrid)
     out = run(masked and not read)
     if masked and read and bool(_sum(out).isnan()): out = run(True)  # a NaN or +inf score outside a window made its row NaN
     return _untile(out, S, plan)

@@ -1,4 +1,4 @@
-"""Version 1's attention as one fused kernel per call: PyTorch's `flex_attention` computes the content scores block by block, a `score_mod` adds the positional term from a table of the window's offsets and multiplies the Gaussian, and a block mask skips what the window leaves out. Not yet selectable in the block: its backward runs only on a GPU, and the device check has not yet passed it.
+"""Version 1's attention as one fused kernel per call: PyTorch's `flex_attention` computes the content scores block by block, a `score_mod` adds the positional term from a table of the window's offsets and multiplies the Gaussian, and a block mask skips what the window leaves out. The block's `version='flex'`: its backward runs on a GPU only.
 
 Docs: https://posattn.github.io/posattn/layers.flex.html.md"""
 

@@ -1,4 +1,4 @@
-"""Version 1's attention in three Triton kernels written for it: the four-term score, the Gaussian and the window computed tile by tile, forward and backward, visiting only the key blocks the window reaches; the positional term read from a table or computed in the kernels; the slots' gradients written without atomics. Tested here in Triton's interpreter; not yet selectable in the block.
+"""Version 1's attention in three Triton kernels written for it: the four-term score, the Gaussian and the window computed tile by tile, forward and backward, visiting only the key blocks the window reaches; the positional term read from a table or computed in the kernels; the slots' gradients written without atomics. Tested here in Triton's interpreter; the block's `version='triton'` and `'triton_band'`.
 
 Docs: https://posattn.github.io/posattn/layers.triton_kernel.html.md"""
 
