@@ -35,8 +35,8 @@ $(STAMP):
 	@echo "setup: installing PyTorch $(TORCH) and torchvision $(TORCHVISION) (1-3 minutes on a fresh machine)"
 	@$(BIN)/pip install --progress-bar off torch==$(TORCH) torchvision==$(TORCHVISION) 2>&1 | \
 	  { grep -E '^(Collecting|Installing|Successfully|ERROR)' || true; }
-	@echo "setup: installing posattn with its experiment, lab, dev and docs extras"
-	@$(BIN)/pip install --progress-bar off -e ".[experiments,lab,dev,docs]" 2>&1 | \
+	@echo "setup: installing posattn with its experiment, lab, dev, docs and timm extras"
+	@$(BIN)/pip install --progress-bar off -e ".[experiments,lab,dev,docs,timm]" 2>&1 | \
 	  { grep -E '^(Installing|Successfully|ERROR)' || true; }
 	@# The venv's kernel spec is displayed as `python3`: nbdev-clean writes display_name = name into every notebook,
 	@# and JupyterLab writes the kernel spec's display name, so the two agree and notebooks open unmodified.

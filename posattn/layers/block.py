@@ -19,7 +19,7 @@ from ..core.geometry import check_structure_size, relative_size
 from ..core.span import CovarianceSpan, DifferentiableSpan, check_span_args
 from ..encodings.catalogue import PAPER_ENCODINGS, make_relative, relative_terms
 from ..encodings.siren import check_siren_options
-from .version1 import attend_v1
+from .version1 import attend_setup, attend_v1, v1_logits
 from .versions import attend_v2, attend_v3
 from .fast import attend_fast
 from .flex import FLEX_SLOTS
@@ -61,7 +61,7 @@ def _autocast_dtype(x: Tensor) -> bool:
     kind = x.device.type
     return x.is_floating_point() and torch.is_autocast_enabled(kind) and x.dtype == torch.get_autocast_dtype(kind)
 
-def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtype, device) -> tuple[int, ...]:
+def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtype, device, prefix: int = 0) -> tuple[int, ...]:
     "StructureSize of the input `x` [B, N, d] as ints, or a ValueError naming what does not fit the block."
     if not isinstance(x, Tensor) or x.dim() != 3:
         raise ValueError(f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
@@ -71,8 +71,10 @@ def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtyp
         raise ValueError(f"x has dtype {x.dtype} but this block's parameters are {dtype}: convert with {fix}")
     if x.device != device: raise ValueError(f"x is on {x.device} but this block is on {device}: move one of them")
     S = check_structure_size(structure_size, dims)
-    if math.prod(S) != x.shape[1]:
-        raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
+    check_int('prefix', prefix, low=0)
+    if math.prod(S) + prefix != x.shape[1]:
+        off = f" and prefix={prefix} tokens off the grid come first" if prefix else ""
+        raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions{off}, but x has N={x.shape[1]} tokens")
     return S
 
 # %% ../../nbs/23_layers.block.ipynb #3e52faee
@@ -178,11 +180,15 @@ def _in_dtype_of(q: Tensor, terms, u: Tensor, v: Tensor | None):
     terms = terms._replace(**{f: cast(getattr(terms, f)) for f in ('query', 'key', 'value', 'factor', 'bias')})
     return terms, u.to(q.dtype), None if v is None else v.to(q.dtype)
 
-def _attend(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
-    "The attention of `block` (a PositionalSelfAttention) in `version`, on split heads [B, H, N, d_H]."
+def _terms(block, q: Tensor, S: tuple[int, ...]):
+    "The window, the encoding's terms with the Gaussian, and the biases of `block` for a call on `q`, in q's dtype."
     W = block.span_size(S)  # first: the graph break it causes meets no object made here (torch 2.11's dynamo fails on one)
     terms = relative_terms(block.encoding, S, block.heads).times((lambda off: block.span(off, S)) if block.span else None)
-    terms, u, v = _in_dtype_of(q, terms, block.u, block.v)
+    return (W, *_in_dtype_of(q, terms, block.u, block.v))
+
+def _attend(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
+    "The attention of `block` (a PositionalSelfAttention) in `version`, on split heads [B, H, N, d_H]."
+    W, terms, u, v = _terms(block, q, S)
     if version in FUSED_VERSIONS: return _load_fused(version)(q, k, value, u, v, S, W, terms=terms)
     if version not in TERMS_VERSIONS:  # the paper's two slots (the version switch refused any other encoding)
         return VERSIONS[version](q, k, value, u, v, S, W, terms.query, terms.factor)
@@ -196,11 +202,34 @@ class _RunningVersion:
         "The version a call on queries `q` [B, H, N, d_H] runs: `version`, or what 'auto' picks for q's device and dtype."
         return pick_version(self.version, self.term_slots, self.dims, q.device, q.dtype, q.requires_grad)
 
-    def attend(self, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
+    def attend(self, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], prefix: int = 0) -> Tensor:
         "The running version of the attention, on split heads [B, H, N, d_H]; `fast` runs eagerly under torch.compile."
         version = self.running_version(q)
+        if prefix: return _off_grid(self, version, q, k, value, S, prefix)
         if version == 'fast' and torch.compiler.is_compiling(): return _eagerly(_attend, self, version, q, k, value, S)
         return _attend(self, version, q, k, value, S)
+
+
+# %% ../../nbs/23_layers.block.ipynb #feea98d5
+def _grid_logits(block, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor: # [B, H, N, N]
+    "Version 1's logits of the grid's pairs for `block`: what every version's softmax normalises."
+    W, terms, u, v = _terms(block, q, S)
+    t, S, W, q, k, u = attend_setup(q, k, value, u, v, S, W, terms=terms)
+    return v1_logits(q, k, u, v, S, W, t)
+
+def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], P: int) -> Tensor:
+    "Attention of P tokens off the grid, then the grid's: every pair with an off-grid token scores (q + u) k / sqrt(d_H) alone."
+    (qp, qg), (kp, kg), (vp, vg) = ((x[:, :, :P], x[:, :, P:]) for x in (q, k, value))
+    u, wide = block.u.to(q.dtype), torch.promote_types(q.dtype, torch.float32)  # logits in float32 at least
+    content = lambda a, b: ((a + u[:, None]) @ b.mT).to(wide) / math.sqrt(q.shape[-1])
+    grid = _grid_logits(block, qg, kg, vg, S).to(wide).logsumexp(-1, keepdim=True)  # log of the grid's normaliser
+    c = content(qg, kp)  # [B, H, N, P]
+    total = torch.logaddexp(grid, c.logsumexp(-1, keepdim=True))
+    eager = version == 'fast' and torch.compiler.is_compiling()
+    inside = _eagerly(_attend, block, version, qg, kg, vg, S) if eager else _attend(block, version, qg, kg, vg, S)
+    on = (grid - total).exp().to(q.dtype) * inside + (c - total).exp().to(q.dtype) @ vp
+    off = content(qp, k).softmax(-1).to(q.dtype) @ value  # every key, never windowed
+    return torch.cat([off, on], 2)
 
 
 # %% ../../nbs/23_layers.block.ipynb #62b5d67b
@@ -243,9 +272,10 @@ class PositionalSelfAttention(_RunningVersion, _EncodingVersionSwitch, MultiHead
         "The current SpanSize for `structure_size` (RelativeSize without a span or threshold)."
         return self.span.span_size(structure_size) if self.span else relative_size(structure_size)
 
-    def forward(self, x: Tensor, # tokens [B, N, d], flattened row-major
-                structure_size: Sequence[int]) -> Tensor: # [B, N, d]
-        "Positional multi-head self-attention of `x` laid out in `structure_size`."
-        S = _check_input(x, structure_size, self.d, self.dims, self.qkv.weight.dtype, self.qkv.weight.device)
+    def forward(self, x: Tensor, # tokens [B, P + N, d]: P off the grid, then the grid flattened row-major
+                structure_size: Sequence[int],
+                prefix: int = 0) -> Tensor: # P, tokens off the grid (class, registers) first in x; [B, P + N, d]
+        "Positional multi-head self-attention of `x` laid out in `structure_size` (after `prefix` tokens off the grid)."
+        S = _check_input(x, structure_size, self.d, self.dims, self.qkv.weight.dtype, self.qkv.weight.device, prefix)
         if self.version in FUSED_VERSIONS: _check_fused_call(self, x)  # before any work
-        return super().forward(x, S)
+        return super().forward(x, S, prefix)
