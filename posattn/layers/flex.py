@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/layers.flex.html.md"""
 __all__ = ['FLEX_SLOTS', 'pair_slots', 'attend_flex']
 
 # %% ../../nbs/22a_layers.flex.ipynb #6f63b5be
-import functools, math
+import functools, math, warnings
 from typing import Sequence
 import torch
 import torch.nn.functional as F
@@ -58,7 +58,11 @@ def _flex(q, k, value, **kwargs) -> Tensor:
     "flex_attention: traced into the caller's graph under torch.compile, eager on the CPU, else compiled once."
     global _compiled
     from torch.nn.attention.flex_attention import flex_attention
-    if torch.compiler.is_compiling() or q.device.type == 'cpu': return flex_attention(q, k, value, **kwargs)
+    if torch.compiler.is_compiling(): return flex_attention(q, k, value, **kwargs)
+    if q.device.type == 'cpu':  # the reference implementation, as intended: no warning that it is unfused
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message='flex_attention called without torch.compile')
+            return flex_attention(q, k, value, **kwargs)
     if _compiled is None: _compiled = torch.compile(flex_attention, dynamic=False)
     return _compiled(q, k, value, **kwargs)
 
