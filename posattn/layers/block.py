@@ -206,11 +206,15 @@ class _RunningVersion:
         "The running version of the attention, on split heads [B, H, N, d_H]; `fast` runs eagerly under torch.compile."
         version = self.running_version(q)
         if prefix: return _off_grid(self, version, q, k, value, S, prefix)
-        if version == 'fast' and torch.compiler.is_compiling(): return _eagerly(_attend, self, version, q, k, value, S)
+        if _runs_eagerly(version, q): return _eagerly(_attend, self, version, q, k, value, S)
         return _attend(self, version, q, k, value, S)
 
 
 # %% ../../nbs/23_layers.block.ipynb #feea98d5
+def _runs_eagerly(version: str, q: Tensor) -> bool:
+    "Whether torch.compile calls `version` as it is: fast (hand-written kernels), and flex on the CPU (Inductor has no kernel for it there)."
+    return torch.compiler.is_compiling() and (version == 'fast' or (version == 'flex' and q.device.type == 'cpu'))
+
 def _grid_logits(block, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor: # [B, H, N, N]
     "Version 1's logits of the grid's pairs for `block`: what every version's softmax normalises."
     W, terms, u, v = _terms(block, q, S)
@@ -225,8 +229,7 @@ def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple
     grid = _grid_logits(block, qg, kg, vg, S).to(wide).logsumexp(-1, keepdim=True)  # log of the grid's normaliser
     c = content(qg, kp)  # [B, H, N, P]
     total = torch.logaddexp(grid, c.logsumexp(-1, keepdim=True))
-    eager = version == 'fast' and torch.compiler.is_compiling()
-    inside = _eagerly(_attend, block, version, qg, kg, vg, S) if eager else _attend(block, version, qg, kg, vg, S)
+    inside = _eagerly(_attend, block, version, qg, kg, vg, S) if _runs_eagerly(version, q) else _attend(block, version, qg, kg, vg, S)
     on = (grid - total).exp().to(q.dtype) * inside + (c - total).exp().to(q.dtype) @ vp
     off = content(qp, k).softmax(-1).to(q.dtype) @ value  # every key, never windowed
     return torch.cat([off, on], 2)
