@@ -1,17 +1,23 @@
 #!/usr/bin/env python
 """The device check: posattn on a GPU in minutes, written to results/bench/gpu.json and gpu.md.
 
-1. every version and encoding on the device against Version 1 in float64 on the CPU (outputs and gradients), the NaN
-   semantics, host synchronisations per attention call, and torch.compile of the block against eager;
-2. one layer at 32x32 (batch 20, d 64, 8 heads) under 3x3, 9x9, 17x17 windows and the full span: fast, v1, v3, SDPA;
-3. one training step of every paper treatment at 32x32 and 16x16 against the fused-SDPA floor, float32 and bf16
-   autocast, eager and compiled: seconds per step, images/s, peak memory, and the projected hours of one paper run;
-4. a short real run through the runner: the paper profile on the offline CIFAR-10 copy, a few hundred steps.
+On a GPU, in this order (each section saved as it lands; a time budget cuts the tail):
+1. one training step of every paper treatment at 32x32 against the fused-SDPA floor, every version side by side
+   (fast, flex, triton, triton_band), float32 and bf16 autocast, then compiled, then 16x16: seconds per step,
+   images/s, peak memory, the projected hours of one paper run. This decides what version='auto' runs on CUDA;
+2. where each version's step spends its device time (torch.profiler, kernels by name);
+3. one 2-D layer per window (9x9, the full span, 3x3, 17x17): the fused versions against fast, errors, time, peak
+   memory and the memory a call leaves allocated;
+4. torch.compile of the block against eager, the NaN semantics, host synchronisations per attention call, and every
+   version and encoding against Version 1 in float64 (outputs and gradients; then under bf16 autocast);
+5. the paper's layouts under each window, and a short real run through the runner on the offline CIFAR-10 copy.
 
 Runs from the checkout with nothing installed (`PYTHONPATH=. python scripts/gpu_check.py`), on torch 2.11 and 2.14.
-`--quick` is a pass of under a minute to run first; `--device cpu --quick` runs on a machine without a GPU (CI) and
-writes to results/bench/gpu-cpu.json, which is not versioned, so a CPU pass never replaces a GPU's results.
-Every section is written as soon as it ends; an error in one is recorded and the next one runs.
+`--warm K/N` (N processes side by side, before the check) compiles the fused kernels into Triton's and Inductor's
+on-disk caches, so that the check's time goes to measuring. `--quick` is a short pass to run first, correctness
+first; `--device cpu --quick` runs on a machine without a GPU (CI) and writes to results/bench/gpu-cpu.json, which
+is not versioned, so a CPU pass never replaces a GPU's results. An error in one section is recorded and the next
+one runs.
 """
 import argparse, copy, functools, json, math, os, platform, sys, tarfile, tempfile, time, traceback, warnings
 from pathlib import Path
