@@ -16,7 +16,7 @@ import torch.nn.functional as F
 import posattn
 from ..core.checks import check_choice, check_int
 from ..encodings.catalogue import RELATIVE_ENCODINGS
-from ..layers.block import DEFAULT_VERSION, DEVICE_VERSIONS, FUSED_VERSIONS, VERSION_CHOICES, PositionalSelfAttention, pick_version
+from ..layers.block import DEFAULT_VERSION, DEVICE_VERSIONS, VERSION_CHOICES, PositionalSelfAttention, pick_version
 from .runs import (LOCK_HOLDER_ENV, OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResult, RunRefused,
                                      atomic_save, atomic_write_text, check_outputs, check_treatment, clean_tmp,
                                      code_version, config_diff, make_classifier, mismatch_message, project_root, read_result,
@@ -56,9 +56,8 @@ def _check_values(cfg: dict):
 
 # %% ../../nbs/43_experiment.runner.ipynb #dc4f0293
 def _auto_version(cfg: dict) -> str:
-    "The version 'auto' runs for a run of `cfg` on its device type: the block's choice for the treatment's encoding and span."
-    best = DEVICE_VERSIONS.get(cfg['device_type'], 'fast')
-    if best not in FUSED_VERSIONS or treatment_attention(cfg['treatment']) != 'positional': return 'fast' if best in FUSED_VERSIONS else best
+    "The version 'auto' runs for a run of `cfg`: the block's choice on its device type for the treatment's encoding and span."
+    if treatment_attention(cfg['treatment']) != 'positional': return 'fast'  # no block to run it: recorded as before
     pe = cfg.get('pe', 'siren') if cfg.get('pe', 'siren') in RELATIVE_ENCODINGS else 'none'  # absolute ones: outside the blocks
     block = PositionalSelfAttention(8, 2, pe=pe, dims=cfg['dims'], span=cfg.get('span', 'off'))
     dtype = torch.bfloat16 if cfg['amp'] == 'bf16' else torch.float32
