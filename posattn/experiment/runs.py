@@ -107,6 +107,12 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
     # beyond the paper: its Section 8's general covariance, a span that can rotate (nbs/03_core.span.ipynb)
     'span_2d_cov':           dict(pe='siren', dims=2, span='covariance', threshold=0.),
     'span_2d_cov_threshold': dict(pe='siren', dims=2, span='covariance', threshold=0.1),
+    # beyond the paper: a timm Vision Transformer on 4 x 4 patches (nbs/31_integrations.timm.ipynb): timm's attention
+    # with its absolute positions or none, and its attention converted to 2-D SIREN, without and with the span
+    **{f'vit_{name}_2d': dict(model='vit', attention=attention, dims=2, patch=4, pe=pe, span=span, pos_embed=embed)
+       for name, attention, pe, span, embed in (('abs', 'timm', 'none', 'off', 'keep'), ('none', 'timm', 'none', 'off', 'drop'),
+                                                 ('siren', 'positional', 'siren', 'off', 'drop'),
+                                                 ('span', 'positional', 'siren', 'gaussian', 'drop'))},
 }
 
 PAPER_TREATMENTS = tuple(TREATMENTS)[:7]  # the paper's seven, in its order: the default grid of a sweep
@@ -117,7 +123,7 @@ def check_treatment(treatment: str) -> dict:
     return dict(TREATMENTS[treatment])
 
 def treatment_attention(treatment: str) -> str:
-    "The attention `treatment` runs: 'positional' (the paper's block, with its versions and span), 'linear' or 'gam'."
+    "The attention `treatment` runs: 'positional' (the paper's block, with its versions and span), 'linear', 'gam' or 'timm'."
     return check_treatment(treatment).get('attention', 'positional')
 
 # %% ../../nbs/40_experiment.runs.ipynb #22bb06d4
@@ -137,19 +143,23 @@ def make_classifier(treatment: str, # a key of TREATMENTS
                     channels: int, # C
                     classes: int,
                     structure_size: Sequence[int], # S: must have the treatment's number of dimensions
-                    **overrides) -> Classifier:
+                    **overrides) -> torch.nn.Module:
     "The classifier of `treatment` for inputs [B, *structure_size, channels]; `overrides` change any default."
     opts = check_treatment(treatment)
     S = tuple(structure_size)
     if len(S) != opts['dims']:
         raise ValueError(f"treatment={treatment!r} is {opts['dims']}-D, but structure_size={list(S)} "
                          f"has {len(S)} dimension(s)")
+    if opts.pop('model', None) == 'vit':  # timm's Vision Transformer (the extra posattn[timm])
+        from posattn.integrations.timm import vit_classifier
+        drop = ('attention', 'dims')
+        return vit_classifier(channels, classes, S, **{k: v for k, v in {**opts, **overrides}.items() if k not in drop})
     return Classifier(channels, classes, S, **{**opts, **overrides})
 
 # %% ../../nbs/40_experiment.runs.ipynb #c588aab4
 SEEDS = (9188, 2755, 361, 1321, 833) # the paper's RandomStates, in its order
 STUDY_SEEDS = SEEDS + (1, 2, 3, 4) # the paper's five and four more, for the power its five lacked (9 runs: 80% at d = 1.41)
-PROFILE_SEEDS = dict(study=STUDY_SEEDS, probe=STUDY_SEEDS) # the profiles whose sweep and tables use more than the paper's five
+PROFILE_SEEDS = dict(study=STUDY_SEEDS, probe=STUDY_SEEDS, vit=STUDY_SEEDS) # the profiles whose sweep and tables use more than the paper's five
 
 def profile_seeds(profile: str) -> tuple[int, ...]:
     "The RandomStates of `profile`'s sweep and tables: the paper's five, or STUDY_SEEDS for the study profiles."
@@ -169,6 +179,8 @@ PROFILES = {
     # cpu's images and length, twice its validation images: at 1,000 the binomial noise of one accuracy (+-0.015)
     # was as large as the spread between RandomStates; run with STUDY_SEEDS (nbs/study.ipynb)
     'study': dict(_COMMON, dataset=None, resolution=8, train_size=4000, val_size=2000, epochs=4, threads=1),
+    # the study's images and length at the full 32 x 32, for a Vision Transformer's 8 x 8 grid of 4 x 4 patches
+    'vit':   dict(_COMMON, dataset=None, resolution=None, train_size=4000, val_size=2000, epochs=4, threads=1),
 }
 OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu and study profiles prefer, relative to the project root
 
