@@ -22,7 +22,7 @@ from .runs import (LOCK_HOLDER_ENV, OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResu
                                      code_version, config_diff, make_classifier, mismatch_message, project_root, read_result,
                                      record_config, run_lock, run_paths, say, set_aside,
                                      treatment_attention)
-from .data import DATASETS, load_data
+from .data import DATASETS, VOLUMES, load_data
 from .train import AMP_MODES, RunClock, best, check_wandb, keep_freed_memory, load_checkpoint, train, wandb_logger, WANDB_MODES
 
 # %% ../../nbs/43_experiment.runner.ipynb #381105f7
@@ -68,6 +68,9 @@ def _resolve_dataset(cfg: dict) -> dict:
         if cfg['data_root'] is None and (project_root() / OFFLINE_CIFAR).is_dir(): cfg['data_root'] = OFFLINE_CIFAR
         cfg['dataset'] = 'imagefolder' if cfg['data_root'] is not None else 'cifar10'
     check_choice('dataset', cfg['dataset'], DATASETS)
+    if cfg['layout'] == '3d' and cfg['dataset'] not in VOLUMES:
+        raise ValueError(f"treatment={cfg['treatment']!r} is 3-D, but dataset={cfg['dataset']!r} has 2-D images: "
+                         f"use a dataset of volumes or clips, one of {VOLUMES} (profiles 'probe3d', 'clips')")
     if cfg['data_root'] is not None: cfg['data_root'] = str(cfg['data_root'])
     if cfg['dataset'] == 'digits' and cfg['data_root'] is not None:
         raise ValueError(f"data_root={cfg['data_root']!r} is not read by dataset='digits' (the digits ship with "
@@ -88,7 +91,7 @@ def resolve_config(treatment: str = 'span_2d', # a key of TREATMENTS
     cfg.update({k: v for k, v in overrides.items() if v is not None})
     cfg['version'] = cfg['version'] or DEFAULT_VERSION
     cfg['betas'] = list(cfg['betas'])
-    cfg.update(TREATMENTS[treatment], layout='2d' if TREATMENTS[treatment]['dims'] == 2 else '1d')
+    cfg.update(TREATMENTS[treatment], layout=f"{TREATMENTS[treatment]['dims']}d")
     _check_values(cfg)
     cfg['device_type'] = resolve_device(cfg['device']).type
     if cfg['version'] == 'auto': cfg['version'] = _auto_version(cfg)  # a run records the version it runs
@@ -154,8 +157,14 @@ def _commit() -> str | None:
 
 def dataset_note(cfg: dict) -> str:
     "What the numbers of a run on this dataset may be compared with."
-    side = cfg['resolution'] or dict(digits=8, probe=16).get(cfg['dataset'], 32)
+    side = cfg['resolution'] or dict(digits=8, probe=16, probe3d=4, clips=6).get(cfg['dataset'], 32)
     if cfg['dataset'] == 'digits': return f"scikit-learn handwritten digits ({side}x{side} grey): a demonstration, not CIFAR-10"
+    if cfg['dataset'] == 'probe3d':
+        return (f"3-D positional-reasoning probe ({side}x{side}x{side} volumes, 4 classes, chance 0.25): "
+                "synthetic, only positions decide the label; not CIFAR-10")
+    if cfg['dataset'] == 'clips':
+        return (f"moving digits (4 frames of {side}x{side}, 4 directions, chance 0.25): synthetic clips of "
+                "scikit-learn's handwritten digits; not CIFAR-10")
     if cfg['dataset'] == 'probe':
         return (f"positional-reasoning probe ({side}x{side}, 4 classes, chance 0.25): "
                 "synthetic, only positions decide the label; not CIFAR-10")
@@ -296,13 +305,13 @@ def _plot_spans(result: dict, path: Path, name: str) -> Path:
     width = 0.8 / n
     for k in range(n):
         xs = [s['layer'] + (k - (n - 1) / 2) * width for s in spans]
-        label = (['rows', 'columns'][k] + ' ' if n == 2 else '') + f'(S={S[k]})'
+        label = ({2: ['rows', 'columns'], 3: ['frames', 'rows', 'columns']}.get(n, [''] * n)[k] + f' (S={S[k]})').strip()
         bars = ax.bar(xs, [s['sigma'][k] for s in spans], width, label=f'dimension {k}: {label}')
         ax.bar_label(bars, [str(s['span_size'][k]) for s in spans], fontsize=8)  # the SpanSize on each bar
     ax.axhline(result['config']['init_sigma'], color='gray', ls=':', label='initial sigma')
     ax.set(xlabel='encoder layer', ylabel='learned sigma', xticks=range(len(spans)),
-           ylim=(0, 1.35 * max(max(s['sigma']) for s in spans)))
-    ax.legend(fontsize=8, loc='upper left', ncol=n + 1)
+           ylim=(0, (1.35 if n < 3 else 1.6) * max(max(s['sigma']) for s in spans)))
+    ax.legend(fontsize=8, loc='upper left', ncol=n + 1 if n < 3 else 2)
     t = result['config'].get('threshold', TREATMENTS[result['treatment']]['threshold'])
     window = f"threshold {t}" if t > 0 else "no threshold"
     ax.set_title(f"Learned sigma per layer (on the bars: SpanSize on the {'x'.join(map(str, S))} grid, {window})\n{name}",

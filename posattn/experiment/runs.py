@@ -107,6 +107,14 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer
     # beyond the paper: its Section 8's general covariance, a span that can rotate (nbs/03_core.span.ipynb)
     'span_2d_cov':           dict(pe='siren', dims=2, span='covariance', threshold=0.),
     'span_2d_cov_threshold': dict(pe='siren', dims=2, span='covariance', threshold=0.1),
+    # beyond the paper: three dimensions (nbs/study_3d.ipynb): SIREN and the span over 3-D offsets, the strongest
+    # other encodings in 3-D and the control without positions; on the same data siren_2d and siren_1d see a volume's
+    # frames side by side and flattened
+    'siren_3d':          dict(pe='siren',    dims=3, span='off',      threshold=0.),
+    'span_3d':           dict(pe='siren',    dims=3, span='gaussian', threshold=0.),
+    'span_3d_threshold': dict(pe='siren',    dims=3, span='gaussian', threshold=0.1),
+    'none_3d':           dict(pe='none',     dims=3, span='off',      threshold=0.),
+    **{f'{pe}_3d': dict(pe=pe, dims=3) for pe in ('rel_bias', 'rope', 'learned')},
     # beyond the paper: a timm Vision Transformer on 4 x 4 patches (nbs/31_integrations.timm.ipynb): timm's attention
     # with its absolute positions or none, and its attention converted to 2-D SIREN, without and with the span
     **{f'vit_{name}_2d': dict(model='vit', attention=attention, dims=2, patch=4, pe=pe, span=span, pos_embed=embed)
@@ -159,7 +167,7 @@ def make_classifier(treatment: str, # a key of TREATMENTS
 # %% ../../nbs/40_experiment.runs.ipynb #c588aab4
 SEEDS = (9188, 2755, 361, 1321, 833) # the paper's RandomStates, in its order
 STUDY_SEEDS = SEEDS + (1, 2, 3, 4) # the paper's five and four more, for the power its five lacked (9 runs: 80% at d = 1.41)
-PROFILE_SEEDS = dict(study=STUDY_SEEDS, probe=STUDY_SEEDS, vit=STUDY_SEEDS) # the profiles whose sweep and tables use more than the paper's five
+PROFILE_SEEDS = dict(study=STUDY_SEEDS, probe=STUDY_SEEDS, vit=STUDY_SEEDS, probe3d=STUDY_SEEDS, clips=STUDY_SEEDS) # the profiles whose sweep and tables use more than the paper's five
 
 def profile_seeds(profile: str) -> tuple[int, ...]:
     "The RandomStates of `profile`'s sweep and tables: the paper's five, or STUDY_SEEDS for the study profiles."
@@ -181,6 +189,10 @@ PROFILES = {
     'study': dict(_COMMON, dataset=None, resolution=8, train_size=4000, val_size=2000, epochs=4, threads=1),
     # the study's images and length at the full 32 x 32, for a Vision Transformer's 8 x 8 grid of 4 x 4 patches
     'vit':   dict(_COMMON, dataset=None, resolution=None, train_size=4000, val_size=2000, epochs=4, threads=1),
+    # the 3-D study (nbs/study_3d.ipynb): the probe in 4 x 4 x 4 volumes (the 2-D probe's 64 tokens and 10,000 images)
+    # and 2,000 clips of moving digits at 4 x 6 x 6, at 3e-4, where every SIREN run of the 2-D probe learned
+    'probe3d': dict(_COMMON, dataset='probe3d', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
+    'clips':   dict(_COMMON, dataset='clips', resolution=6, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
 }
 OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu and study profiles prefer, relative to the project root
 
