@@ -59,7 +59,7 @@ def _auto_version(cfg: dict) -> str:
     "The version 'auto' runs for a run of `cfg`: the block's choice on its device type for the treatment's encoding and span."
     if treatment_attention(cfg['treatment']) != 'positional': return 'fast'  # no block to run it: recorded as before
     pe = cfg.get('pe', 'siren') if cfg.get('pe', 'siren') in RELATIVE_ENCODINGS else 'none'  # absolute ones: outside the blocks
-    block = PositionalSelfAttention(8, 2, pe=pe, dims=cfg['dims'], span=cfg.get('span', 'off'))
+    block = PositionalSelfAttention(cfg['d'], cfg['heads'], pe=pe, dims=cfg['dims'], span=cfg.get('span', 'off'))
     dtype = torch.bfloat16 if cfg['amp'] == 'bf16' else torch.float32
     return pick_version('auto', block.term_slots, cfg['dims'], cfg['device_type'], dtype, grad=True)
 
