@@ -25,7 +25,7 @@ LAB_PORT ?= 8888
 # The documentation site: every notebook executed (long cells skipped, and marked), with the API reference.
 DOCS_JOBS ?= 2
 
-.PHONY: setup demo test install-check export readme check-sync docs docs-check reproduce tables study open-questions bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
+.PHONY: setup demo test install-check export readme check-sync docs docs-check reproduce tables study open-questions vit study-3d bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
@@ -182,6 +182,32 @@ open-questions: $(STAMP)
 	PYTHONPATH=. $(BIN)/python scripts/per_class.py
 	$(BIN)/papermill --cwd nbs nbs/study_open_questions.ipynb results/open/study_open_questions.ipynb
 	@echo "open questions: tables in results/open/, figures in figures/open/"
+
+# `make vit [JOBS=2]`: a timm Vision Transformer on the offline CIFAR-10 copy (nbs/study_vit.ipynb): timm's absolute
+# positions, no positions, and its attention converted to 2-D SIREN without and with the span, the paper's five
+# RandomStates each (the vit profile: 32x32 images in 4x4 patches, 4,000 images, 4 epochs), through the sweep; then the
+# notebook: tables in results/vit/tables/, figure figures/vit/vit_positions.png. About 1.5 CPU-hours from nothing.
+VIT_TREATMENTS ?= vit_abs_2d vit_none_2d vit_siren_2d vit_span_2d
+vit: $(STAMP)
+	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
+	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
+	$(BIN)/python -m posattn.sweep --profile vit --treatments $(VIT_TREATMENTS) --jobs $(JOBS)
+	$(BIN)/papermill --cwd nbs nbs/study_vit.ipynb results/vit/study_vit.ipynb
+	@echo "vit: tables in results/vit/tables/, figure figures/vit/vit_positions.png"
+
+# `make study-3d [JOBS=2]`: the n-D claim on 3-D data (nbs/study_3d.ipynb): the 3-D probe (4x4x4 volumes) and moving
+# digits (4x6x6 clips), each with SIREN and the span over 3-D offsets, the other encodings in 3-D, no positions, and
+# siren_2d and siren_1d on the frames side by side and flattened, nine RandomStates at 3e-4; the SIREN treatments
+# again at the paper's 1e-3 (results/lr1e-3/). Then the notebook: tables in results/{probe3d,clips}/tables/, figures
+# in figures/study_3d/. At most 12 CPU-hours from nothing.
+TREATMENTS_3D ?= siren_3d siren_2d siren_1d none_3d span_3d span_3d_threshold rel_bias_3d rope_3d learned_3d
+SIREN_3D ?= siren_3d span_3d span_3d_threshold siren_2d siren_1d
+study-3d: $(STAMP)
+	for p in probe3d clips; do $(BIN)/python -m posattn.sweep --profile $$p --treatments $(TREATMENTS_3D) --jobs $(JOBS) || exit 1; done
+	for p in probe3d clips; do $(BIN)/python -m posattn.sweep --profile $$p --treatments $(SIREN_3D) -p lr=0.001 \
+	  --results-dir results/lr1e-3 --jobs $(JOBS) || exit 1; done
+	$(BIN)/papermill --cwd nbs nbs/study_3d.ipynb results/probe3d/study_3d.ipynb
+	@echo "study-3d: tables in results/probe3d/tables/ and results/clips/tables/, figures in figures/study_3d/"
 
 # Appendix A.4 and the fast version's benchmark: one layer's forward+backward time and peak memory, each case in a fresh
 # process; writes results/bench/*.json and figures/*_time_memory.png. Then the training benchmark: one training step of

@@ -78,7 +78,8 @@ LABELS = dict(baseline='baseline PE', siren_1d='SIREN PE', span_1d='span', span_
               siren_2d='SIREN PE', span_2d='span', span_2d_threshold='span +\nthreshold') # x-axis names
 
 def box_plot(ax: plt.Axes, values: dict[str, list[float]], # val_acc_max per treatment
-             treatments: Sequence[str], title: str):
+             treatments: Sequence[str], title: str,
+             labels: dict[str, str] | None = None): # x-axis name per treatment; default LABELS (the paper's), else its name
     "Box plot of val_acc_max per treatment with every run on top; an empty group keeps its place."
     data = [values.get(t, []) for t in treatments]
     full = [i for i, x in enumerate(data) if x]
@@ -86,7 +87,7 @@ def box_plot(ax: plt.Axes, values: dict[str, list[float]], # val_acc_max per tre
                         showfliers=False)  # every run is drawn as a dot below, outliers included
     for i, x in enumerate(data):
         if x: ax.plot(np.full(len(x), i + 1) + np.linspace(-0.08, 0.08, len(x)), x, 'o', ms=4, alpha=0.6)
-    ax.set_xticks(range(1, len(treatments) + 1), [f'{LABELS[t]}\nn = {len(x)}' for t, x in zip(treatments, data)])
+    ax.set_xticks(range(1, len(treatments) + 1), [f'{(LABELS if labels is None else labels).get(t, t)}\nn = {len(x)}' for t, x in zip(treatments, data)])
     ax.set_xlim(0.4, len(treatments) + 0.6); ax.set(ylabel='best validation accuracy', title=title)
     ax.set_xlabel('box: quartiles, line: median, triangle: mean, dot: one run', fontsize=8)
     ax.grid(axis='y', alpha=0.3)

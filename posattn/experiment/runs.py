@@ -167,7 +167,7 @@ def make_classifier(treatment: str, # a key of TREATMENTS
 # %% ../../nbs/40_experiment.runs.ipynb #c588aab4
 SEEDS = (9188, 2755, 361, 1321, 833) # the paper's RandomStates, in its order
 STUDY_SEEDS = SEEDS + (1, 2, 3, 4) # the paper's five and four more, for the power its five lacked (9 runs: 80% at d = 1.41)
-PROFILE_SEEDS = dict(study=STUDY_SEEDS, probe=STUDY_SEEDS, vit=STUDY_SEEDS, probe3d=STUDY_SEEDS, clips=STUDY_SEEDS) # the profiles whose sweep and tables use more than the paper's five
+PROFILE_SEEDS = dict(study=STUDY_SEEDS, probe=STUDY_SEEDS, probe3d=STUDY_SEEDS, clips=STUDY_SEEDS) # the profiles whose sweep and tables use more than the paper's five
 
 def profile_seeds(profile: str) -> tuple[int, ...]:
     "The RandomStates of `profile`'s sweep and tables: the paper's five, or STUDY_SEEDS for the study profiles."
@@ -187,7 +187,7 @@ PROFILES = {
     # cpu's images and length, twice its validation images: at 1,000 the binomial noise of one accuracy (+-0.015)
     # was as large as the spread between RandomStates; run with STUDY_SEEDS (nbs/study.ipynb)
     'study': dict(_COMMON, dataset=None, resolution=8, train_size=4000, val_size=2000, epochs=4, threads=1),
-    # the study's images and length at the full 32 x 32, for a Vision Transformer's 8 x 8 grid of 4 x 4 patches
+    # the study's images and length at the full 32 x 32, for a Vision Transformer's 8 x 8 grid of 4 x 4 patches; the paper's five RandomStates
     'vit':   dict(_COMMON, dataset=None, resolution=None, train_size=4000, val_size=2000, epochs=4, threads=1),
     # the 3-D study (nbs/study_3d.ipynb): the probe in 4 x 4 x 4 volumes (the 2-D probe's 64 tokens and 10,000 images)
     # and 2,000 clips of moving digits at 4 x 6 x 6, at 3e-4, where every SIREN run of the 2-D probe learned
