@@ -69,6 +69,8 @@ test: $(STAMP) check-sync
 install-check: $(STAMP)
 	$(BIN)/python scripts/install_check.py --torch $(TORCH)
 
+# Fails when posattn/ is not what the notebooks export, a notebook is not clean, a README page is not what its notebook
+# makes, a benchmark page is not what its JSON makes (scripts/bench_pages.py --check) or a table not what its runs make.
 check-sync: $(STAMP)
 	@tmp=$$(mktemp -d); cp -r posattn nbs "$$tmp"/; \
 	$(BIN)/nbdev-export; \
@@ -81,7 +83,8 @@ check-sync: $(STAMP)
 	$(MAKE) --no-print-directory readme; \
 	for f in README.md results/README.md results/bench/README.md; do if ! diff -q "$$tmp"/$$f $$f; then \
 	  echo "$$f is not what nbs/ generates (index, results, benchmarks): run make readme and commit the result"; exit 1; fi; done; \
-	rm -rf "$$tmp"; $(BIN)/python scripts/tables.py --check; echo "posattn/, nbs/, the README pages and the tables are in sync and clean"
+	rm -rf "$$tmp"; $(BIN)/python scripts/bench_pages.py --check; $(BIN)/python scripts/tables.py --check; \
+	echo "posattn/, nbs/, the README pages, the benchmark pages and the tables are in sync and clean"
 
 # After editing notebooks: regenerate the package and README, and clean the notebooks.
 export: $(STAMP)

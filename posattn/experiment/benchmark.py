@@ -42,7 +42,7 @@ def sigma_for_span(span_size: Sequence[int], # the wanted SpanSize, odd, per dim
     return [1. if s == 1 else ((w - 1) / 2 - 0.5) / ((s - 1) * c) for w, s in zip(span_size, structure_size)]
 
 # %% ../../nbs/47_experiment.benchmark.ipynb #70a3dab8
-PEAK_FACTOR = dict(v2=2.5, v3=2.5, default=4.)  # measured peak / main bytes: ~2 (v2, v3), 2.8 to 3.5 (v1)
+PEAK_FACTOR = dict(v2=2.5, v3=2.5, default=4.)  # above each version's measured peak / main bytes (results/bench/HISTORY.md)
 
 def _main_bytes(version: str, structure_size, span_size, batch: int, d: int, heads: int, itemsize: int = 4) -> int:
     "Bytes of the big tensors `version` builds for one forward pass (see the table above)."

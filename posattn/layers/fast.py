@@ -354,7 +354,7 @@ def _raw_scores(qu, qv, keys, e, geom: _Geometry, f=None,
 
 # %% ../../nbs/22_layers.fast.ipynb #432ddaea
 def _narrow(a: Tensor, b: Tensor) -> Tensor:
-    "a @ b for a result with few columns (d_H): computed as (bᵀ aᵀ)ᵀ, the layout CPU gemm runs fastest (bench_train)."
+    "a @ b for a result with few columns (d_H): computed as (bᵀ aᵀ)ᵀ, the layout CPU gemm runs fastest (results/bench/HISTORY.md)."
     return (b.mT @ a.mT).mT
 
 def _add_narrow(acc: Tensor, # [..., d_H, N]: the running sum of such results, kept transposed
