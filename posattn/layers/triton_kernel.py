@@ -18,23 +18,38 @@ try:
 except ImportError as e:  # PyTorch's CUDA builds on Linux bring Triton; others may not
     raise ImportError("posattn.layers.triton_kernel needs Triton (it comes with PyTorch's CUDA builds): "
                       "use the versions 'v1' or 'fast' without it") from e
-from ..core.geometry import relative_offsets, relative_size
+from ..core.geometry import in_window, key_blocks, relative_offsets, relative_size, window_slot
 from ..core.scores import nonfinite_part
 from .version1 import Encode, Gauss, attend_setup, span_mask
-from .flex import FLEX_SLOTS, pair_slots
+from .flex import FLEX_SLOTS
 from ..encodings.terms import PositionTerms
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #5bd4bacf
 @triton.jit
+def _coords(t, S1: tl.constexpr, S2: tl.constexpr):
+    "The three coordinates of row-major tokens t in a (S0, S1, S2) structure, or of slots t in a (W0, W1, W2) window."
+    return t // (S1 * S2), (t // S2) % S1, t % S2
+
+@triton.jit
 def _pairs(i, j, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
            W2: tl.constexpr):
     "Slot m of each (query i, key j) in the window, and whether the pair is inside it (and inside the structure)."
-    d0 = (j[None, :] // (S1 * S2)) - (i[:, None] // (S1 * S2)) + (W0 - 1) // 2
-    d1 = (j[None, :] // S2) % S1 - (i[:, None] // S2) % S1 + (W1 - 1) // 2
-    d2 = j[None, :] % S2 - i[:, None] % S2 + (W2 - 1) // 2
+    i0, i1, i2 = _coords(i[:, None], S1, S2)
+    j0, j1, j2 = _coords(j[None, :], S1, S2)
+    d0, d1, d2 = j0 - i0 + (W0 - 1) // 2, j1 - i1 + (W1 - 1) // 2, j2 - i2 + (W2 - 1) // 2  # offset + reach
     inside = (d0 >= 0) & (d0 < W0) & (d1 >= 0) & (d1 < W1) & (d2 >= 0) & (d2 < W2)
     inside = inside & (i[:, None] < N) & (j[None, :] < N)
     return tl.where(inside, (d0 * W1 + d1) * W2 + d2, 0), inside
+
+@triton.jit
+def _slot_keys(i, sl, N, M, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
+               W2: tl.constexpr):
+    "The key at slot sl of each query i's window, and whether there is one (in the structure; i and sl in range)."
+    i0, i1, i2 = _coords(i[:, None], S1, S2)
+    m0, m1, m2 = _coords(sl[None, :], W1, W2)  # the slot's digits: its offset plus the reach
+    c0, c1, c2 = i0 + m0 - (W0 - 1) // 2, i1 + m1 - (W1 - 1) // 2, i2 + m2 - (W2 - 1) // 2
+    ok = (c0 >= 0) & (c0 < S0) & (c1 >= 0) & (c1 < S1) & (c2 >= 0) & (c2 < S2)
+    return (c0 * S1 + c1) * S2 + c2, ok & (i[:, None] < N) & (sl[None, :] < M)
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #1412e9cb
 def _geometry(structure_size: Sequence[int], span_size: Sequence[int]) -> tuple[tuple, tuple]:
@@ -42,10 +57,14 @@ def _geometry(structure_size: Sequence[int], span_size: Sequence[int]) -> tuple[
     pad = (1,) * (3 - len(structure_size))
     return (*pad, *structure_size), (*pad, *span_size)
 
+def _constants(structure_size: tuple, span_size: tuple) -> dict:
+    "The three-dimensional structure and window (`_geometry`'s) as the kernels' keyword constants S0..S2, W0..W2."
+    return dict(zip(('S0', 'S1', 'S2', 'W0', 'W1', 'W2'), (*structure_size, *span_size)))
+
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #d0c53ee5
 @triton.jit
 def _reach(lo_tok, hi_tok, N, S0: tl.constexpr, W0: tl.constexpr):
-    "The tokens [lo, hi) whose first coordinate is within the window's reach of tokens lo_tok..hi_tok-1."
+    "The tokens [lo, hi) whose first coordinate is within the window's reach of tokens lo_tok..hi_tok-1: `key_range`."
     st = N // S0
     a = (W0 - 1) // 2
     lo = tl.maximum(lo_tok // st - a, 0) * st
@@ -54,20 +73,18 @@ def _reach(lo_tok, hi_tok, N, S0: tl.constexpr, W0: tl.constexpr):
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #2bfd47c3
 def _tiles(structure_size: Sequence[int], span_size: Sequence[int], block: int) -> list[tuple[slice, slice]]:
-    "The (queries, keys) tiles the forward and dQ kernels compute: `_reach`'s rule in Python, for the host."
-    N, st, h = math.prod(structure_size), math.prod(structure_size[1:]), (span_size[0] - 1) // 2
-    out = []
-    for q0 in range(0, N, block):
-        lo, hi = max(q0 // st - h, 0) * st, min((min(q0 + block, N) - 1) // st + h + 1, structure_size[0]) * st
-        out += [(slice(q0, q0 + block), slice(start, start + block)) for start in range(lo, hi, block)]
-    return out
+    "The (queries, keys) tiles the forward and dQ kernels compute: each block of queries against its `key_blocks`."
+    N = math.prod(structure_size)
+    return [(slice(q0, q0 + block), keys) for q0 in range(0, N, block)
+            for keys in key_blocks(q0, q0 + block, structure_size, span_size, block)]
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #76b2e831
 @functools.lru_cache(maxsize=64)
 def _band_width(structure_size: tuple, span_size: tuple, block: int) -> int:
     "The widest range of window slots one tile's pairs use, over the tiles the kernels visit, as a power of two."
     N = math.prod(structure_size)
-    m, inside = pair_slots(torch.arange(N)[:, None], torch.arange(N)[None, :], structure_size, span_size)
+    i, j = torch.arange(N)[:, None], torch.arange(N)[None, :]
+    m, inside = window_slot(i, j, structure_size, span_size), in_window(i, j, structure_size, span_size)
     tiles = _tiles(structure_size, span_size, block)
     tiles += [(keys, queries) for queries, keys in tiles]  # the dK and dV pass: the same rule, from the keys' side
     widest = max((int(m[t][inside[t]].max() - m[t][inside[t]].min()) + 1 for t in tiles if inside[t].any()), default=1)
@@ -92,11 +109,9 @@ def _dot(a, b, IEEE: tl.constexpr):
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #4bfd553d
 @triton.jit
-def _scores(q, k, qv, i, j, bh, N, M, H, D, f, P, R, G, Bi, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr,
-            W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr, HAS_P: tl.constexpr, BAND: tl.constexpr,
-            HAS_G: tl.constexpr, HAS_B: tl.constexpr, MT: tl.constexpr, IEEE: tl.constexpr):
-    "The tile's scores (-inf outside the window), the part G multiplies, G, the slots, inside; the band's first slot and encodings."
-    m, inside = _pairs(i, j, N, S0, S1, S2, W0, W1, W2)
+def _pre(q, k, qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P: tl.constexpr, BAND: tl.constexpr, MT: tl.constexpr,
+         IEEE: tl.constexpr):
+    "The part of the tile's scores G multiplies, q k^T plus the positional term; the band's first slot and encodings."
     pre = _dot(q, tl.trans(k), IEEE)
     lo = 0
     r = tl.zeros([MT, 16], tl.float32)  # stands for the band's encodings without BAND
@@ -107,11 +122,16 @@ def _scores(q, k, qv, i, j, bh, N, M, H, D, f, P, R, G, Bi, S0: tl.constexpr, S1
         r = tl.load(R + (bh % H) * M * D + t[:, None] * D + f[None, :], mask=(t[:, None] < M) & (f[None, :] < D), other=0.)
         band = _dot(qv.to(tl.float32), tl.trans(r), IEEE)  # [BM, MT]
         pre += tl.where(inside, tl.gather(band, tl.where(inside, m - lo, 0), 1), 0.)
+    return pre, lo, r
+
+@triton.jit
+def _scores(pre, m, inside, bh, M, H, G, Bi, HAS_G: tl.constexpr, HAS_B: tl.constexpr):
+    "The tile's scores, pre times G plus b (-inf outside the window), and G."
     g = tl.full(pre.shape, 1., tl.float32)
     if HAS_G: g = tl.load(G + (bh % H) * M + m, mask=inside, other=0.)
     s = pre * g
     if HAS_B: s += tl.load(Bi + (bh % H) * M + m, mask=inside, other=0.)
-    return tl.where(inside, s, float('-inf')), pre, g, m, inside, lo, r
+    return tl.where(inside, s, float('-inf')), g
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #aa914c9d
 @triton.jit
@@ -131,8 +151,10 @@ def _fwd(Q, K, V, QV, P, R, G, Bi, O, L, N, M, H, D,
     lo, hi = _reach(i0, i0 + BM, N, S0, W0)
     for start in range(lo, hi, BN):
         j = start + tl.arange(0, BN)
-        s, pre, g, m, inside, blo, r = _scores(q, _rows(K, base, j, f, N, D), qv, i, j, bh, N, M, H, D, f, P, R, G, Bi,
-                                               S0, S1, S2, W0, W1, W2, HAS_P, BAND, HAS_G, HAS_B, MT, IEEE)
+        m, inside = _pairs(i, j, N, S0, S1, S2, W0, W1, W2)
+        pre, blo, r = _pre(q, _rows(K, base, j, f, N, D), qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P=HAS_P, BAND=BAND,
+                           MT=MT, IEEE=IEEE)
+        s, g = _scores(pre, m, inside, bh, M, H, G, Bi, HAS_G=HAS_G, HAS_B=HAS_B)
         new = tl.maximum(top, tl.max(s, 1))
         safe = tl.where(new == float('-inf'), 0., new)
         w, shrink = tl.exp(s - safe[:, None]), tl.exp(top - safe)
@@ -164,8 +186,9 @@ def _bwd_kv(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dK, dV, dP, dG, dB, N, M, H,
         if BAND: qv = _rows(QV, base, i, f, N, D)
         lse = tl.load(L + bh * N + i, mask=i < N, other=0.)
         delta = tl.load(Delta + bh * N + i, mask=i < N, other=0.)
-        s, pre, g, m, inside, blo, r = _scores(q, k, qv, i, j, bh, N, M, H, D, f, P, R, G, Bi, S0, S1, S2, W0, W1, W2,
-                                               HAS_P, BAND, HAS_G, HAS_B, MT, IEEE)
+        m, inside = _pairs(i, j, N, S0, S1, S2, W0, W1, W2)
+        pre, blo, r = _pre(q, k, qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P=HAS_P, BAND=BAND, MT=MT, IEEE=IEEE)
+        s, g = _scores(pre, m, inside, bh, M, H, G, Bi, HAS_G=HAS_G, HAS_B=HAS_B)
         w = tl.exp(s - lse[:, None])  # the weights; 0 outside the window
         dv += _dot(tl.trans(w), do, IEEE)
         ds = w * (_dot(do, tl.trans(v), IEEE) - delta[:, None])  # the gradient of the score
@@ -199,20 +222,17 @@ def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, N, M, H, D,
     for start in range(lo, hi, BN):
         j = start + tl.arange(0, BN)
         k, v = _rows(K, base, j, f, N, D), _rows(V, base, j, f, N, D)
-        s, pre, g, m, inside, blo, r = _scores(q, k, qv, i, j, bh, N, M, H, D, f, P, R, G, Bi, S0, S1, S2, W0, W1, W2,
-                                               HAS_P, BAND, HAS_G, HAS_B, MT, IEEE)
+        m, inside = _pairs(i, j, N, S0, S1, S2, W0, W1, W2)
+        pre, blo, r = _pre(q, k, qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P=HAS_P, BAND=BAND, MT=MT, IEEE=IEEE)
+        s, g = _scores(pre, m, inside, bh, M, H, G, Bi, HAS_G=HAS_G, HAS_B=HAS_B)
         w = tl.exp(s - lse[:, None])
         dpre = w * (_dot(do, tl.trans(v), IEEE) - delta[:, None]) * g
         dq += _dot(dpre, k, IEEE)
         if BAND:  # each (query, band slot) has at most one key: its dpre, found by the reverse gather
             sl = blo + tl.arange(0, MT)
-            c0 = i[:, None] // (S1 * S2) + (sl[None, :] // (W1 * W2)) - (W0 - 1) // 2
-            c1 = (i[:, None] // S2) % S1 + (sl[None, :] // W2) % W1 - (W1 - 1) // 2
-            c2 = i[:, None] % S2 + sl[None, :] % W2 - (W2 - 1) // 2
-            local = (c0 * S1 + c1) * S2 + c2 - start
-            ok = ((c0 >= 0) & (c0 < S0) & (c1 >= 0) & (c1 < S1) & (c2 >= 0) & (c2 < S2) & (sl[None, :] < M)
-                  & (i[:, None] < N) & (local >= 0) & (local < BN))
-            dband = tl.where(ok, tl.gather(dpre, tl.where(ok, local, 0), 1), 0.)
+            key, ok = _slot_keys(i, sl, N, M, S0, S1, S2, W0, W1, W2)
+            ok = ok & (key >= start) & (key < start + BN)  # a key of this tile
+            dband = tl.where(ok, tl.gather(dpre, tl.where(ok, key - start, 0), 1), 0.)
             dqv += _dot(dband, r, IEEE)
             ptr = part + sl[:, None] * D + f[None, :]
             keep = (sl[:, None] < M) & (f[None, :] < D)
@@ -233,19 +253,20 @@ class _Fused(torch.autograd.Function):
         B, H, N, D = q.shape
         M = math.prod(W)
         out, lse = torch.empty_like(q), torch.empty(B, H, N, device=q.device, dtype=torch.float32)
-        pick = lambda x: x if x is not None else lse
+        pick = lambda x: x if x is not None else lse  # a dummy pointer for an absent table: never read
         MT = _band_width(S, W, block) if QV is not None else 16
         flags = dict(HAS_P=P is not None, BAND=QV is not None, HAS_G=G is not None, HAS_B=Bi is not None, MT=MT)
-        _fwd[(triton.cdiv(N, block), B * H)](q, k, value, pick(QV), pick(P), pick(R), pick(G), pick(Bi), out, lse,
-                                             N, M, H, D, *S, *W, **flags, **_launch_args(q, block))
+        consts = dict(N=N, M=M, H=H, D=D, **_constants(S, W), **flags, **_launch_args(q, block))
+        _fwd[(triton.cdiv(N, block), B * H)](Q=q, K=k, V=value, QV=pick(QV), P=pick(P), R=pick(R), G=pick(G), Bi=pick(Bi),
+                                             O=out, L=lse, **consts)
         ctx.save_for_backward(q, k, value, P, QV, R, G, Bi, out, lse)
-        ctx.geometry, ctx.block, ctx.flags = (S, W), block, flags
+        ctx.geometry, ctx.block, ctx.consts = (S, W), block, consts
         return out
 
     @staticmethod
     def backward(ctx, do):
         q, k, value, P, QV, R, G, Bi, out, lse = ctx.saved_tensors
-        (S, W), block, flags = ctx.geometry, ctx.block, ctx.flags
+        (S, W), block, consts = ctx.geometry, ctx.block, ctx.consts
         B, H, N, D = q.shape
         M, nq = math.prod(W), triton.cdiv(N, block)
         do = do.contiguous()
@@ -257,11 +278,10 @@ class _Fused(torch.autograd.Function):
         dQV = torch.empty_like(QV) if QV is not None else None
         dRp = torch.zeros(B * H, nq, M, D, device=q.device, dtype=torch.float32) if QV is not None else None
         pick = lambda x: x if x is not None else lse
-        args = dict(**flags, **_launch_args(q, block))
-        tables = (pick(QV), pick(P), pick(R), pick(G), pick(Bi))
-        _bwd_kv[(nq, B * H)](q, k, value, *tables, do, lse, delta, dk, dv, pick(dP), pick(dG), pick(dB), N, M, H, D,
-                             *S, *W, NEED_P=dP is not None, NEED_G=dG is not None, NEED_B=dB is not None, **args)
-        _bwd_q[(nq, B * H)](q, k, value, *tables, do, lse, delta, dq, pick(dQV), pick(dRp), N, M, H, D, *S, *W, **args)
+        inputs = dict(Q=q, K=k, V=value, QV=pick(QV), P=pick(P), R=pick(R), G=pick(G), Bi=pick(Bi), dO=do, L=lse, Delta=delta)
+        _bwd_kv[(nq, B * H)](**inputs, dK=dk, dV=dv, dP=pick(dP), dG=pick(dG), dB=pick(dB), NEED_P=dP is not None,
+                             NEED_G=dG is not None, NEED_B=dB is not None, **consts)
+        _bwd_q[(nq, B * H)](**inputs, dQ=dq, dQV=pick(dQV), dR=pick(dRp), **consts)
         sum_slots = lambda t: None if t is None else t.sum((0, 2))
         dR = None if dRp is None else dRp.view(B, H, nq, M, D).sum((0, 2))
         return dq, dk, dv, dP, dQV, dR, sum_slots(dG), sum_slots(dB), None, None, None
