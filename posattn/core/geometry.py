@@ -104,9 +104,10 @@ def window_key(i: Tensor, m: Tensor, # query token indices and window slots (ten
 # %% ../../nbs/02_core.geometry.ipynb #a6458d8e
 def key_range(q0: int, q1: int, # the queries q0 ... q1 - 1 (q1 may pass N)
               structure_size: Sequence[int], span_size: Sequence[int]) -> tuple[int, int]: # the keys lo ... hi - 1
-    "The tokens whose first coordinate is within the window's reach of a query in [q0, q1): every key their windows hold."
-    N, st, h = math.prod(structure_size), math.prod(structure_size[1:]), (span_size[0] - 1) // 2
-    return max(q0 // st - h, 0) * st, min((min(q1, N) - 1) // st + h + 1, structure_size[0]) * st
+    "The tokens within the window's reach of a query in [q0, q1) along the first dimension longer than 1: every key their windows hold."
+    k = next((k for k, s in enumerate(structure_size) if s > 1), 0)  # the dimensions before it have size 1
+    N, st, h = math.prod(structure_size), math.prod(structure_size[k + 1:]), (span_size[k] - 1) // 2
+    return max(q0 // st - h, 0) * st, min((min(q1, N) - 1) // st + h + 1, structure_size[k]) * st
 
 def key_blocks(q0: int, q1: int, structure_size: Sequence[int], span_size: Sequence[int],
                block: int # keys per block

@@ -63,12 +63,15 @@ def _constants(structure_size: tuple, span_size: tuple) -> dict:
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #d0c53ee5
 @triton.jit
-def _reach(lo_tok, hi_tok, N, S0: tl.constexpr, W0: tl.constexpr):
-    "The tokens [lo, hi) whose first coordinate is within the window's reach of tokens lo_tok..hi_tok-1: `key_range`."
-    st = N // S0
-    a = (W0 - 1) // 2
+def _reach(lo_tok, hi_tok, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
+           W2: tl.constexpr):
+    "The tokens [lo, hi) within the window's reach of tokens lo_tok..hi_tok-1 along the first dimension longer than 1: `key_range`."
+    S: tl.constexpr = S0 if S0 > 1 else (S1 if S1 > 1 else S2)  # its size and window; the dimensions before it have size 1,
+    W: tl.constexpr = W0 if S0 > 1 else (W1 if S1 > 1 else W2)  # so N // S is its stride
+    st = N // S
+    a = (W - 1) // 2
     lo = tl.maximum(lo_tok // st - a, 0) * st
-    hi = tl.minimum((tl.minimum(hi_tok, N) - 1) // st + a + 1, S0) * st
+    hi = tl.minimum((tl.minimum(hi_tok, N) - 1) // st + a + 1, S) * st
     return lo, hi
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #2bfd47c3
@@ -148,7 +151,7 @@ def _fwd(Q, K, V, QV, P, R, G, Bi, O, L, N, M, H, D,
     top = tl.full([BM], float('-inf'), tl.float32)  # running maximum
     total = tl.zeros([BM], tl.float32)  # running sum
     acc = tl.zeros([BM, BD], tl.float32)  # running output
-    lo, hi = _reach(i0, i0 + BM, N, S0, W0)
+    lo, hi = _reach(i0, i0 + BM, N, S0, S1, S2, W0, W1, W2)
     for start in range(lo, hi, BN):
         j = start + tl.arange(0, BN)
         m, inside = _pairs(i, j, N, S0, S1, S2, W0, W1, W2)
@@ -178,7 +181,7 @@ def _bwd_kv(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dK, dV, dP, dG, dB, N, M, H,
     k, v = _rows(K, base, j, f, N, D), _rows(V, base, j, f, N, D)
     dk = tl.zeros([BN, BD], tl.float32)
     dv = tl.zeros([BN, BD], tl.float32)
-    lo, hi = _reach(j0, j0 + BN, N, S0, W0)  # the window is symmetric: the queries that reach these keys
+    lo, hi = _reach(j0, j0 + BN, N, S0, S1, S2, W0, W1, W2)  # the window is symmetric: the queries that reach these keys
     for start in range(lo, hi, BM):
         i = start + tl.arange(0, BM)
         q, do = _rows(Q, base, i, f, N, D), _rows(dO, base, i, f, N, D)
@@ -218,7 +221,7 @@ def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, N, M, H, D,
     dq = tl.zeros([BM, BD], tl.float32)
     dqv = tl.zeros([BM, BD], tl.float32)
     part = dR + ((bh * tl.num_programs(0) + tl.program_id(0)).to(tl.int64) * M) * D  # this program's own [M, D] of dR
-    lo, hi = _reach(i0, i0 + BM, N, S0, W0)
+    lo, hi = _reach(i0, i0 + BM, N, S0, S1, S2, W0, W1, W2)
     for start in range(lo, hi, BN):
         j = start + tl.arange(0, BN)
         k, v = _rows(K, base, j, f, N, D), _rows(V, base, j, f, N, D)
