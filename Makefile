@@ -216,7 +216,7 @@ study-3d: $(STAMP)
 # process; writes results/bench/*.json and figures/*_time_memory.png. Then the training benchmark: one training step of
 # the whole classifier per treatment, input size and thread count against the fused-attention floor, and a profile;
 # writes results/bench/train.{json,md} and figures/train_throughput.png. Finished cases are kept: delete a JSON to re-measure.
-# `make gpu-check`: the device check (scripts/gpu_check.py). On a machine with a GPU: the quick pass (under a minute),
+# `make gpu-check`: the device check (scripts/gpu_check.py, the command line of posattn.bench.device). On a machine with a GPU: the quick pass (under a minute),
 # then WARM processes that compile the fused versions' kernels into Triton's and Inductor's on-disk caches (at most 2
 # minutes), then the full check (about 5 minutes), writing results/bench/gpu.json and gpu.md. Without one: the CPU pass at small
 # sizes (what CI runs), written to results/bench/gpu-cpu.json, which is not versioned. GPU machines without this venv

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """The benchmark pages results/bench/*.md, each written from the JSON file of the same name: the layer and training
-benchmarks' by posattn.experiment.bench_report (PAGES), the device check's (gpu*.md) by scripts/gpu_check.py. With
+benchmarks' by posattn.bench.report (PAGES), the device check's (gpu*.md) by posattn.bench.device. With
 --check (`make check-sync`) nothing is written: the pages are made again in a temporary folder and the command fails,
 naming each file, when a committed page differs from what its JSON makes, is missing, or is made by no JSON.
 
@@ -11,12 +11,12 @@ import argparse, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / 'scripts')]  # this checkout's posattn and gpu_check, whatever is installed
-from posattn.experiment.bench_report import PAGES, stale_pages, write_pages
-import gpu_check
+sys.path.insert(0, str(ROOT))  # this checkout's posattn, whatever is installed
+from posattn.bench.report import PAGES, stale_pages, write_pages
+from posattn.bench.device import markdown
 
 BENCH = ROOT / 'results' / 'bench'
-WRITERS = PAGES | dict(gpu=gpu_check.markdown)  # every page's writer, by name (gpu-<anything>.md: gpu's)
+WRITERS = PAGES | dict(gpu=markdown)  # every page's writer, by name (gpu-<anything>.md: gpu's)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,8 +6,7 @@ Docs: https://posattn.github.io/posattn/experiment.train.html.md"""
 
 # %% auto #0
 __all__ = ['AMP_MODES', 'WANDB_MODES', 'autocast', 'evaluate', 'read_checkpoint', 'checkpoint_diff', 'load_checkpoint',
-           'RunClock', 'best', 'train', 'keep_freed_memory', 'wandb_unreachable', 'check_wandb', 'span_metrics',
-           'wandb_logger']
+           'RunClock', 'best', 'train', 'wandb_unreachable', 'check_wandb', 'span_metrics', 'wandb_logger']
 
 # %% ../../nbs/42_experiment.train.ipynb #288c4757
 import ctypes, math, netrc, os, socket, time
@@ -19,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from ..core.checks import check_choice, check_int
+from ..core.runtime import keep_freed_memory
 from .data import Splits
 from .runs import (RunRefused, atomic_save, check_outputs, config_diff, mismatch_message,
                                      record_config, say)
@@ -215,15 +215,6 @@ def train(model: nn.Module, data: Splits,
         report.epoch(history[-1])
         if log is not None: log(history[-1], model)
     return history
-
-# %% ../../nbs/42_experiment.train.ipynb #bc11dd80
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # mallopt's parameter numbers in glibc's malloc.h
-
-def keep_freed_memory() -> bool:
-    "Make glibc keep freed memory for reuse (no mmap, no trimming); True when set, False without glibc's mallopt."
-    try: mallopt = ctypes.CDLL(None).mallopt  # the C library this process already runs on
-    except (OSError, AttributeError): return False
-    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2 ** 31 - 1))
 
 # %% ../../nbs/42_experiment.train.ipynb #44085140
 WANDB_MODES = ('disabled', 'offline', 'online')

@@ -6,7 +6,7 @@ Docs: https://posattn.github.io/posattn/layers.block.html.md"""
 
 # %% auto #0
 __all__ = ['VERSIONS', 'FUSED_VERSIONS', 'DEVICE_VERSIONS', 'DEFAULT_VERSION', 'VERSION_CHOICES', 'SPAN_MODULES', 'SPANS',
-           'TERMS_VERSIONS', 'pick_version', 'PositionalSelfAttention']
+           'TERMS_VERSIONS', 'load_fused', 'pick_version', 'PositionalSelfAttention']
 
 # %% ../../nbs/23_layers.block.ipynb #397cd96c
 import functools, math
@@ -80,7 +80,7 @@ def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtyp
 # %% ../../nbs/23_layers.block.ipynb #3e52faee
 _FUSED = {}  # fused version -> its attention function, filled when a block first takes it
 
-def _load_fused(name: str):
+def load_fused(name: str):
     "The attention function of fused version `name`, imported on first use (Triton is optional)."
     if name not in _FUSED:
         if name == 'flex':
@@ -164,7 +164,7 @@ class _EncodingVersionSwitch(_VersionSwitch):
                              f"encodings only {PAPER_ENCODINGS}; pe={self.pe!r} needs one of {TERMS_VERSIONS}")
         if name in FUSED_VERSIONS and (why := _layout_refusal(name, getattr(self, 'term_slots', ()), getattr(self, 'dims', 1))):
             raise ValueError(why)
-        if name in FUSED_VERSIONS: _load_fused(name)
+        if name in FUSED_VERSIONS: load_fused(name)
         _VersionSwitch.version.fset(self, name)
 
 # %% ../../nbs/23_layers.block.ipynb #d983124d
@@ -189,7 +189,7 @@ def _terms(block, q: Tensor, S: tuple[int, ...]):
 def _attend(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
     "The attention of `block` (a PositionalSelfAttention) in `version`, on split heads [B, H, N, d_H]."
     W, terms, u, v = _terms(block, q, S)
-    if version in FUSED_VERSIONS: return _load_fused(version)(q, k, value, u, v, S, W, terms=terms)
+    if version in FUSED_VERSIONS: return load_fused(version)(q, k, value, u, v, S, W, terms=terms)
     if version not in TERMS_VERSIONS:  # the paper's two slots (the version switch refused any other encoding)
         return VERSIONS[version](q, k, value, u, v, S, W, terms.query, terms.factor)
     return VERSIONS[version](q, k, value, u, v, S, W, terms=terms)
