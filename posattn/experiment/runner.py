@@ -309,7 +309,7 @@ def _plot_spans(result: dict, path: Path, name: str) -> Path:
     ax.set(xlabel='encoder layer', ylabel='learned sigma', xticks=range(len(spans)),
            ylim=(0, (1.35 if n < 3 else 1.6) * max(max(s['sigma']) for s in spans)))
     ax.legend(fontsize=8, loc='upper left', ncol=n + 1 if n < 3 else 2)
-    t = result['config'].get('threshold', TREATMENTS[result['treatment']]['threshold'])
+    t = result['config'].get('threshold', TREATMENTS[result['treatment']].get('threshold', 0.))  # none: no threshold
     window = f"threshold {t}" if t > 0 else "no threshold"
     ax.set_title(f"Learned sigma per layer (on the bars: SpanSize on the {'x'.join(map(str, S))} grid, {window})\n{name}",
                  fontsize=9)
