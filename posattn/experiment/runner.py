@@ -297,6 +297,8 @@ def plot_run(result: dict, paths: dict) -> list[Path]:
 def _plot_spans(result: dict, path: Path, name: str) -> Path:
     import matplotlib.pyplot as plt
     spans, S = result['spans'], result['structure_size']
+    patch = TREATMENTS.get(result['treatment'], {}).get('patch')  # a ViT's span lives on its patch grid
+    if patch: S = [s // patch for s in S]
     n = len(spans[0]['sigma'])
     fig, ax = plt.subplots(figsize=(7, 3.8))
     width = 0.8 / n
@@ -311,7 +313,8 @@ def _plot_spans(result: dict, path: Path, name: str) -> Path:
     ax.legend(fontsize=8, loc='upper left', ncol=n + 1 if n < 3 else 2)
     t = result['config'].get('threshold', TREATMENTS[result['treatment']].get('threshold', 0.))  # none: no threshold
     window = f"threshold {t}" if t > 0 else "no threshold"
-    ax.set_title(f"Learned sigma per layer (on the bars: SpanSize on the {'x'.join(map(str, S))} grid, {window})\n{name}",
+    grid = f"{'x'.join(map(str, S))} {'patch ' if patch else ''}grid"
+    ax.set_title(f"Learned sigma per layer (on the bars: SpanSize on the {grid}, {window})\n{name}",
                  fontsize=9)
     fig.tight_layout()
     return _save_fig(fig, path)
