@@ -141,8 +141,7 @@ def host_syncs(dev) -> list[dict]:
         terms = relative_terms(block.encoding, S, 2).times(lambda off: block.span(off, S))
         for version in (*VERSIONS, *FUSED):
             f = VERSIONS[version] if version in VERSIONS else load_fused(version)
-            call = (lambda: f(q, k, value, block.u, block.v, S, W, terms=terms)) if version in (*TERMS_VERSIONS, *FUSED) else \
-                   (lambda: f(q, k, value, block.u, block.v, S, W, terms.query, terms.factor))
+            call = lambda: f(q, k, value, block.u, block.v, S, W, terms=terms)  # every version takes terms
             call().sum().backward(); sync(dev)  # warm: cached layouts are built once, with a read of their own
             torch.cuda.set_sync_debug_mode('warn')
             try:

@@ -190,9 +190,7 @@ def _attend(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[i
     "The attention of `block` (a PositionalSelfAttention) in `version`, on split heads [B, H, N, d_H]."
     W, terms, u, v = _terms(block, q, S)
     if version in FUSED_VERSIONS: return load_fused(version)(q, k, value, u, v, S, W, terms=terms)
-    if version not in TERMS_VERSIONS:  # the paper's two slots (the version switch refused any other encoding)
-        return VERSIONS[version](q, k, value, u, v, S, W, terms.query, terms.factor)
-    return VERSIONS[version](q, k, value, u, v, S, W, terms=terms)
+    return VERSIONS[version](q, k, value, u, v, S, W, terms=terms)  # v2 and v3 take the paper's two slots (the switch refused others)
 
 # %% ../../nbs/23_layers.block.ipynb #8bf948ed
 class _RunningVersion:

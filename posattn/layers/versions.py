@@ -16,6 +16,7 @@ from torch import Tensor
 from ..core.geometry import relative_offsets, relative_size
 from ..core.scores import attention_weights, weighted_sum
 from .version1 import Encode, Gauss, check_attend_args
+from ..encodings.terms import PositionTerms, position_terms
 
 # %% ../../nbs/21_layers.versions.ipynb #40d64bdb
 def _unfold(x: Tensor, # [..., *size_in, *features], positional dims starting at `first`
@@ -109,14 +110,23 @@ def _slot_sum(w: Tensor, # weights [B, H, N, N_p]
     "Each query's weighted sum of its own slots' values; slots outside the mask take no part."
     return weighted_sum(w[..., None, :], value_star, None if mask is None else mask[:, None, :])[..., 0, :]
 
+def _paper_slots(name: str, encode: Encode | None, gaussian: Gauss | None, terms: PositionTerms | None):
+    "The paper's encoding and Gaussian from either form of a call; Versions 2 and 3 have no place for the other slots."
+    t = position_terms(encode, gaussian, terms)
+    if other := [s for s in t.slots if s not in ('query', 'factor')]:
+        raise ValueError(f"{name} takes the paper's two slots, query and factor; terms also fill {other}: use attend_v1 or attend_fast")
+    return t.query, t.factor
+
 def attend_v2(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
               u: Tensor, # content bias [H, d_H]
               v: Tensor | None, # positional bias [H, d_H]; None without a PE
               structure_size: Sequence[int],
               span_size: Sequence[int], # the window; RelativeSize means no mask
-              encode: Encode | None = None, gaussian: Gauss | None = None
+              encode: Encode | None = None, gaussian: Gauss | None = None,
+              *, terms: PositionTerms | None = None # the same two slots as PositionTerms(query=encode, factor=gaussian)
              ) -> Tensor: # [B, H, N, d_H]
     "Version 2: attention over each query's patch of min(SpanSize, StructureSize) keys, K* and V* materialised."
+    encode, gaussian = _paper_slots('attend_v2', encode, gaussian, terms)
     S, W = check_attend_args(q, k, value, u, v, structure_size, span_size, encode)
     patch = patch_size_v2(W, S)
     k_star, value_star = _keys_v2(k, S, patch), _keys_v2(value, S, patch)  # [B, H, N, N_p, d_H]
@@ -170,9 +180,11 @@ def attend_v3(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H
               v: Tensor | None, # positional bias [H, d_H]; None without a PE
               structure_size: Sequence[int],
               span_size: Sequence[int], # the window, also the patch
-              encode: Encode | None = None, gaussian: Gauss | None = None
+              encode: Encode | None = None, gaussian: Gauss | None = None,
+              *, terms: PositionTerms | None = None # the same two slots as PositionTerms(query=encode, factor=gaussian)
              ) -> Tensor: # [B, H, N, d_H]
     "Version 3: attention over a SpanSize window around each query, keys padded, K* and V* materialised."
+    encode, gaussian = _paper_slots('attend_v3', encode, gaussian, terms)
     S, W = check_attend_args(q, k, value, u, v, structure_size, span_size, encode)
     k_star, value_star = _keys_v3(k, S, W), _keys_v3(value, S, W)  # [B, H, N, N_p, d_H]
     offsets = relative_offsets(W, q.device)  # [*W, n]
