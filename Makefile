@@ -158,9 +158,9 @@ study: $(STAMP)
 # ReLUs, a continuous bias, no positions, the rotated span (and the diagonal span at the four RandomStates beyond the paper's five),
 # siren_2d and six other encodings at a learning rate of 3e-4, siren_2d again by today's fast and by Version 1 (at 1e-3
 # and 3e-4: the same draws, other arithmetic), SIREN's network with ReLUs for 12 epochs, and siren_2d with its
-# initial weights and its data from different RandomStates (scripts/cross_seeds.py); the omega_0 grid
+# initial weights and its data from different RandomStates (a step of the notebook); the omega_0 grid
 # fixed and learned, on the probe and on CIFAR-10 (study profile, the paper's five RandomStates); the spans' runs'
-# accuracy per probe relation (scripts/per_class.py). Then the notebook: tables in results/open/, figures in
+# accuracy per probe relation (a step of the notebook). Then the notebook: those two steps, tables in results/open/, figures in
 # figures/open/. About 12 CPU-hours from nothing.
 W0_FIXED ?= siren_2d_w0_0.1 siren_2d_w0_1 siren_2d_w0_3 siren_2d_w0_30 siren_2d_w0_100
 W0_LEARNED ?= siren_2d_learnw0_w0_0.1 siren_2d_learnw0_w0_1 siren_2d_learnw0_w0_3 siren_2d_learnw0_w0_30 siren_2d_learnw0_w0_100
@@ -178,11 +178,9 @@ open-questions: $(STAMP)
 	  --results-dir results/open/v1_lr3e-4 --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile probe --treatments relu_he_2d --seeds 1 9188 -p epochs=12 \
 	  --results-dir results/open/epochs12 --jobs $(JOBS)
-	PYTHONPATH=. $(BIN)/python scripts/cross_seeds.py --reference results/open/now/probe
 	$(BIN)/python -m posattn.sweep --profile probe --treatments $(W0_FIXED) $(W0_LEARNED) --jobs $(JOBS)
 	$(BIN)/python -m posattn.sweep --profile study --treatments $(W0_FIXED) siren_2d_learnw0 $(W0_LEARNED) \
 	  --seeds $(PAPER_SEEDS) --jobs $(JOBS)
-	PYTHONPATH=. $(BIN)/python scripts/per_class.py
 	$(BIN)/papermill --cwd nbs nbs/study_open_questions.ipynb results/open/study_open_questions.ipynb
 	@echo "open questions: tables in results/open/, figures in figures/open/"
 
