@@ -19,7 +19,8 @@ import matplotlib.pyplot as plt
 from ..core.geometry import relative_size
 from ..core.checks import check_choice
 from ..core.span import gaussian, span_size
-from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, config_diff, run_paths
+from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, run_paths
+from .identity import config_diff
 from .stats import compare, in_seed_order, run_version, versions_label
 
 # %% ../../nbs/44a_experiment.report.ipynb #34106d06

@@ -17,11 +17,12 @@ from ..core.checks import check_choice, check_int
 from ..core.runtime import resolve_device
 from ..encodings.catalogue import RELATIVE_ENCODINGS
 from ..layers.block import DEFAULT_VERSION, DEVICE_VERSIONS, VERSION_CHOICES, PositionalSelfAttention, pick_version
-from .runs import (LOCK_HOLDER_ENV, OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResult, RunRefused,
-                                     atomic_save, atomic_write_text, check_outputs, check_treatment, clean_tmp,
-                                     code_version, config_diff, make_classifier, mismatch_message, project_root, read_result,
-                                     record_config, run_lock, run_paths, say, set_aside,
+from .runs import (OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResult, RunRefused, atomic_save,
+                                     atomic_write_text, check_outputs, check_treatment, clean_tmp, code_version,
+                                     make_classifier, project_root, read_result, run_paths, say, set_aside,
                                      treatment_attention)
+from .identity import config_diff, mismatch_message, record_config
+from .locks import LOCK_HOLDER_ENV, run_lock
 from .data import DATASETS, VOLUMES, load_data
 from .train import AMP_MODES, RunClock, best, check_wandb, keep_freed_memory, load_checkpoint, train, wandb_logger, WANDB_MODES
 

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Sequence
 from tqdm.auto import tqdm
 from ..core.checks import check_choice, check_int
-from .runs import (LOCK_HOLDER_ENV, PAPER_TREATMENTS, PROFILES, SEEDS, profile_seeds, TREATMENTS, BadResult, RunLocked, RunRefused,
-                                     atomic_write_text, check_outputs, config_diff, is_finished, mismatch_message, project_root,
-                                     read_result, record_config, run_lock, run_paths)
+from .runs import (PAPER_TREATMENTS, PROFILES, SEEDS, profile_seeds, TREATMENTS, BadResult,
+                                     RunRefused, atomic_write_text, check_outputs, is_finished, project_root,
+                                     read_result, run_paths)
+from .identity import config_diff, mismatch_message, record_config
+from .locks import LOCK_HOLDER_ENV, RunLocked, run_lock
 from .train import check_wandb, checkpoint_diff, read_checkpoint
 from .runner import check_params
 from .cluster import (COMMON, KINDS, NOT_SHARED, SLURM_ONLY, RunStatus, RunTask, attempts, check_executor, make_executor,
@@ -138,8 +140,8 @@ def _task(run: Run, notebook: Path, cwd: Path, params: dict, threads: int | None
                    lock=functools.partial(run_lock, str(run.lock)), holder_env=LOCK_HOLDER_ENV, busy=(RunLocked,))
 
 def _code_modules() -> list:
-    "The modules whose code travels by value in the tasks' pickles: the runs module (is_finished, run_lock) and this one."
-    names = [is_finished.__module__] + ([__name__] if __name__ not in ('__main__', is_finished.__module__) else [])
+    "The modules whose code travels by value in the tasks' pickles: the runs and locks modules (is_finished, run_lock) and this one."
+    names = list(dict.fromkeys([is_finished.__module__, run_lock.__module__] + ([__name__] if __name__ != '__main__' else [])))
     return [sys.modules[n] for n in names if n in sys.modules]
 
 def _why_failed(task: RunTask, run: Run, error: Exception) -> str:

@@ -20,8 +20,8 @@ from torch import nn, Tensor
 from ..core.checks import check_choice, check_int
 from ..core.runtime import keep_freed_memory
 from .data import Splits
-from .runs import (RunRefused, atomic_save, check_outputs, config_diff, mismatch_message,
-                                     record_config, say)
+from .runs import RunRefused, atomic_save, check_outputs, say
+from .identity import config_diff, mismatch_message, record_config
 
 # %% ../../nbs/42_experiment.train.ipynb #cf029302
 AMP_MODES = ('off', 'bf16') # mixed precision: none, or torch.autocast with bfloat16

@@ -45,6 +45,7 @@ class FastOptions:
         if any(not t or any(check_int('dense_tiles', s) < 1 for s in t) for t in self.dense_tiles):
             raise ValueError(f"dense_tiles={self.dense_tiles!r} must hold tiles of positive sizes, one per dimension")
 
+# %% ../../nbs/21b_layers.fast_plan.ipynb #628506ab
 _OPTIONS: contextvars.ContextVar[FastOptions] = contextvars.ContextVar('fast_options', default=FastOptions())
 
 def current_fast_options() -> FastOptions:
