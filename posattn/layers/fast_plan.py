@@ -8,7 +8,7 @@ Docs: https://posattn.github.io/posattn/layers.fast_plan.html.md"""
 __all__ = ['FastOptions', 'current_fast_options', 'fast_options', 'FastPlan', 'fast_plan', 'score_count']
 
 # %% ../../nbs/21b_layers.fast_plan.ipynb #bc2e1d0d
-import contextlib, contextvars, dataclasses, itertools, math
+import contextlib, contextvars, dataclasses, functools, itertools, math
 from typing import NamedTuple, Sequence
 from ..core.checks import check_int
 
@@ -81,9 +81,9 @@ def _window_plan(S, reach, T) -> FastPlan:
     return FastPlan('window', T, tuple(-(-s // t) for s, t in zip(S, T)),
                     tuple(t + 2 * p for t, p in zip(T, pad)), pad, reach)
 
-def _plan_cost(p: FastPlan) -> float:
-    "Work of a plan in scores, by the cost model of `FastOptions`: a window plan's scores, halo copies and tiles; a dense plan's scores."
-    o, tiles, keys, queries = current_fast_options(), math.prod(p.tiles), math.prod(p.halo), math.prod(p.tile)
+def _plan_cost(p: FastPlan, o: FastOptions | None = None) -> float:
+    "Work of a plan in scores, by the cost model of `o` (the current options): a window plan's scores, halo copies and tiles; a dense plan's scores."
+    o, tiles, keys, queries = o or current_fast_options(), math.prod(p.tiles), math.prod(p.halo), math.prod(p.tile)
     if p.mode == 'dense': return (o.dense_score_cost_1d if len(p.tile) == 1 else o.dense_score_cost) * tiles * queries * keys
     return tiles * (queries * keys + o.copy_cost * keys + o.tile_cost)
 
@@ -91,15 +91,20 @@ def _plan_cost(p: FastPlan) -> float:
 # %% ../../nbs/21b_layers.fast_plan.ipynb #93976ea5
 def fast_plan(structure_size: Sequence[int], span_size: Sequence[int]) -> FastPlan:
     "The tiling `attend_fast` uses for `structure_size` under the window `span_size`: the cheapest window plan, or the dense one where that costs no more."
-    S = tuple(structure_size)
-    reach = tuple(min((w - 1) // 2, s - 1) for w, s in zip(span_size, S))
-    options = [[t for t in current_fast_options().tiles if t + 2 * h < s] + [s] for s, h in zip(S, reach)]  # s: not tiled
-    best, dense = min((_window_plan(S, reach, T) for T in itertools.product(*options)), key=_plan_cost), _dense_plan(S, reach)
-    return best if best.tile != S and _plan_cost(best) < _plan_cost(dense) else dense
+    return _plan(tuple(structure_size), tuple(span_size), current_fast_options())
 
-def _dense_plan(S, reach) -> FastPlan:
-    "The dense plan: the first of the options' `dense_tiles` for len(S) dimensions whose grids of offsets fit `dense_grids`, else the last."
-    o = current_fast_options()
+@functools.lru_cache(maxsize=256)  # every layer of every step asks again: the search (hundreds of tiles in 2-D) runs once per key
+def _plan(S: tuple, W: tuple, o: FastOptions) -> FastPlan:
+    "`fast_plan` for one structure, window and set of options."
+    reach = tuple(min((w - 1) // 2, s - 1) for w, s in zip(W, S))
+    options = [[t for t in o.tiles if t + 2 * h < s] + [s] for s, h in zip(S, reach)]  # s: not tiled
+    cost = functools.partial(_plan_cost, o=o)
+    best, dense = min((_window_plan(S, reach, T) for T in itertools.product(*options)), key=cost), _dense_plan(S, reach, o)
+    return best if best.tile != S and cost(best) < cost(dense) else dense
+
+def _dense_plan(S, reach, o: FastOptions | None = None) -> FastPlan:
+    "The dense plan: the first of `dense_tiles` (of `o`, the current options) for len(S) dimensions whose grids of offsets fit `dense_grids`, else the last."
+    o = o or current_fast_options()
     for T in [t for t in o.dense_tiles if len(t) == len(S)] or [(2,) * len(S)]:
         T = tuple(min(t, s) for t, s in zip(T, S))
         tiles = tuple(-(-s // t) for s, t in zip(S, T))
