@@ -43,7 +43,7 @@ class _Chunks(torch.autograd.Function):
         sums = None  # dense mode: every chunk adds to the gradients of all keys and values, summed transposed
         if 'keys' not in axes: sums = tuple(x.keys.new_zeros(*x.keys.shape[:2], x.keys.shape[3], x.keys.shape[2]) for _ in range(2))
         summed = ('keys', 'values') if sums else ()
-        grads = Chunk(**{f: None if a is None or f == 'valid' or f not in need or f in summed else
+        grads = Chunk(**{f: None if a is None or f in ('valid', 'mask_bias') or f not in need or f in summed else
                              torch.empty_like(a) if f in axes else torch.zeros_like(a)  # a slice per chunk, or (shared) a sum over the chunks
                           for f, a in zip(Chunk._fields, x)})
         for (s, n, c), kept in zip(chunk_slices(x, axes, ctx.step, out.shape[2]), ctx.kept):
@@ -52,7 +52,7 @@ class _Chunks(torch.autograd.Function):
             if p is None:  # the same operations on the same inputs: the weights the forward pass had, bit for bit
                 if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, Slot.SCORES)
                 keep = 'pair_factor' in need
-                p = softmax_weights(raw, c.pair_factor, c.pair_bias, c.valid, scratch(Slot.WEIGHTS, raw.shape, raw) if keep else None, ctx.exact)
+                p = softmax_weights(raw, c, scratch(Slot.WEIGHTS, raw.shape, raw) if keep else None, ctx.exact)
                 raw = raw if keep else None  # the raw scores, for the Gaussian's gradient
             for f, acc, part in zip(Chunk._fields, grads, chunk_backward(d1, c, p, o1, geom, need, raw, sums)):
                 if acc is None: continue

@@ -92,18 +92,23 @@ def _add_narrow(acc: Tensor, # [..., d_H, N]: the running sum of such results, k
     "acc += (a @ b)ᵀ, as one product that adds into its output (beta = 1): no temporary, no strided add."
     acc.flatten(0, -3).baddbmm_(b.mT.flatten(0, -3), a.mT.flatten(0, -3))
 
-def _additive(valid: Tensor | None, b: Tensor | None, like: Tensor) -> Tensor | None:
+# %% ../../nbs/21d_layers.fast_chunks.ipynb #14bb8904
+def _additive(c: Chunk, like: Tensor) -> Tensor | None:
     "The bias plus the mask as 0 inside and -inf outside: one table without the batch dimension, or None."
-    if valid is None: return b
-    m = torch.zeros(valid.shape, dtype=like.dtype, device=like.device).masked_fill_(~valid, float('-inf'))
+    m, b = c.mask_bias, c.pair_bias
+    if m is None and c.valid is not None:  # a chunk built without the call's table (`window_tables` makes it once)
+        m = torch.zeros(c.valid.shape, dtype=like.dtype, device=like.device).masked_fill_(~c.valid, float('-inf'))
+    if m is None: return b
+    m = m.to(like.dtype)  # a copy only where autocast made the scores narrower than the inputs
     return m if b is None else m + b
 
-def softmax_weights(a: Tensor, g, b, valid,
+def softmax_weights(a: Tensor, c: Chunk,
              out: Tensor | None = None, # where to write; None: over `a`
              exact: bool = False # mask by assignment, a separate pass (for scores that are not finite)
             ) -> Tensor: # [B, H, nt, T^n, L^n]
-    "Softmax weights from the raw scores `a`: times the Gaussian (factor), plus the bias, -inf outside the mask."
-    c = b if exact else _additive(valid, b, a)
+    "Softmax weights from the raw scores `a` of chunk `c`: times the Gaussian (factor), plus the bias, -inf outside the mask."
+    g, valid = c.pair_factor, c.valid
+    c = c.pair_bias if exact else _additive(c, a)
     o = a if out is None else out
     if g is not None: o = torch.mul(a, g, out=o) if c is None else torch.addcmul(c, a, g, out=o)  # one pass
     elif c is not None: o = torch.add(a, c, out=o)
@@ -119,7 +124,7 @@ def chunk_forward(c: Chunk, geom: Geometry,
                   ) -> tuple[Tensor, Tensor, Tensor | None]: # weights [B, H, nt, T^n, L^n], out, raw scores or None
     "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
     raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, slot)
-    p = softmax_weights(raw, c.pair_factor, c.pair_bias, c.valid, scratch(Slot.WEIGHTS, raw.shape, raw) if keep_raw else None, exact)
+    p = softmax_weights(raw, c, scratch(Slot.WEIGHTS, raw.shape, raw) if keep_raw else None, exact)
     raw = raw if keep_raw else None
     B, H, nt, nq, d = c.q_content.shape
     inside = None if finite else c.valid

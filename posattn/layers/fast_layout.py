@@ -124,6 +124,7 @@ class Chunk(NamedTuple):
     grid_encodings: Tensor | None = None  # E over the grid of offsets: one grid [H, 1, d_H, C^n] or one per tile [H, tiles, d_H, C^n]
     pair_factor: Tensor | None = None     # the Gaussian (or factor) per (query, key) pair: [T^n, L^n] for every tile, or per tile; per head [H, ...]
     valid: Tensor | None = None           # the mask per pair [tiles, T^n, L^n or N] (bool)
+    mask_bias: Tensor | None = None       # the same mask as a table to add: 0 inside, -inf outside (None with `valid`)
     pair_keys: Tensor | None = None       # the key slot's F per pair [H, 1 or tiles, T^n, L^n or N, d_H]
     pair_bias: Tensor | None = None       # the bias per pair, as pair_factor
     grid_values: Tensor | None = None     # the value slot's V over the offsets [H, 1 or tiles, C^n, d_H]
@@ -196,6 +197,13 @@ def _pair_table(fn, offsets: Tensor, nq: int) -> Tensor | None: # [T^n, L^n] or 
 
 _window_layout = functools.lru_cache(maxsize=64)(_window_geometry)  # shapes in, constants out: once per (S, W, plan, device)
 
+@functools.lru_cache(maxsize=64)  # like the masks themselves: the table is built once, not once per chunk of every call
+def _mask_bias(layout, S: tuple, W: tuple, plan: FastPlan, device, dtype) -> Tensor | None:
+    "The mask of `layout` (`_window_layout` or `_dense_layout`) as a table to add to the scores: 0 inside, -inf outside."
+    valid = layout(S, W, plan, device)[-1]
+    if valid is None: return None
+    return torch.zeros(valid.shape, dtype=dtype, device=device).masked_fill_(~valid, float('-inf'))
+
 def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.) -> Tables:
     "The chunks' tables in window mode: halos, the window's encodings and pair tables (one for every tile), the masks per tile."
     dev, (B, H, N, d) = k.device, k.shape
@@ -211,8 +219,9 @@ def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms,
     f = None
     if terms.key: f = (terms.key(offsets).reshape(nq, -1, H, d) * scale).permute(2, 0, 1, 3)[:, None]  # [H, 1, T^n, L^n, d]
     x = Chunk(keys=_Halos.apply(k, S, plan), values=_Halos.apply(value, S, plan), grid_encodings=e, pair_factor=g,
-               valid=valid, pair_keys=f, pair_bias=b, grid_values=ev)
-    axes = dict(q_content=2, q_position=2, keys=2, values=2, valid=0)
+               valid=valid, mask_bias=_mask_bias(_window_layout, tuple(S), tuple(W), plan, dev, k.dtype),
+               pair_keys=f, pair_bias=b, grid_values=ev)
+    axes = dict(q_content=2, q_position=2, keys=2, values=2, valid=0, mask_bias=0)
     return Tables(x, axes, Geometry(plan.tile, C, plan.halo, base), None)
 
 
@@ -242,8 +251,9 @@ def dense_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, 
     ev = None if ev is None else ev.permute(1, 0, 3, 2).contiguous()  # [H, tiles, C^n, d_H]
     f = None if fk is None else fk[..., idx].permute(1, 0, 3, 4, 2) * scale  # [H, tiles, T^n, N, d_H]
     g, b = pairs(cut(terms.factor)), pairs(cut(terms.bias))
-    x = Chunk(keys=k, values=value, grid_encodings=e, pair_factor=g, valid=mask, pair_keys=f, pair_bias=b, grid_values=ev)
-    axes = dict(q_content=2, q_position=2, grid_encodings=1, valid=0, pair_keys=1, grid_values=1)  # keys and values: shared
+    x = Chunk(keys=k, values=value, grid_encodings=e, pair_factor=g, valid=mask, pair_keys=f, pair_bias=b, grid_values=ev,
+              mask_bias=_mask_bias(_dense_layout, tuple(S), tuple(W), plan, k.device, k.dtype))
+    axes = dict(q_content=2, q_position=2, grid_encodings=1, valid=0, mask_bias=0, pair_keys=1, grid_values=1)  # keys and values: shared
     axes.update({name: t.dim() - 3 for name, t in (('pair_factor', g), ('pair_bias', b)) if t is not None})  # [H, tiles, ...] or [tiles, ...]
     return Tables(x, axes, Geometry(plan.tile, C, S, base), None if full is None else lambda: grids(full.detach()))
 
