@@ -197,7 +197,7 @@ vit: $(STAMP)
 	@echo "vit: tables in results/vit/tables/, figure figures/vit/vit_positions.png"
 
 # `make study-3d [JOBS=2]`: the n-D claim on 3-D data (nbs/study_3d.ipynb): the 3-D probe (4x4x4 volumes) and moving
-# digits (4x6x6 clips), each with SIREN and the span over 3-D offsets, the other encodings in 3-D, no positions, and
+# digits (4x4x4 clips), each with SIREN and the span over 3-D offsets, the other encodings in 3-D, no positions, and
 # siren_2d and siren_1d on the frames side by side and flattened, nine RandomStates at 3e-4; the SIREN treatments
 # again at the paper's 1e-3 (results/lr1e-3/). Then the notebook: tables in results/{probe3d,clips}/tables/, figures
 # in figures/study_3d/. At most 12 CPU-hours from nothing.

@@ -1,4 +1,4 @@
-"""Short clips of a real handwritten digit moving across the frames past a still one, labelled by the direction it moves: a task whose answer lives in time and space together, for the 3-D study.
+"""Short clips of a real handwritten digit moving across the frames, labelled by the direction it moves: a task whose answer lives in time and space together, for the 3-D study.
 
 Docs: https://posattn.github.io/posattn/experiment.clips.html.md"""
 
@@ -36,21 +36,19 @@ def _layer(digits: np.ndarray, # [n, 4, 4]
     return canvas[np.arange(n)[:, None, None, None], rows[..., :, None], cols[..., None, :]]
 
 # %% ../../nbs/40b_experiment.clips.ipynb #8a858729
-def make_clips(n: int = 2_000, # number of clips
+def make_clips(n: int = 10_000, # number of clips
                frames: int = 4, # frames per clip (T)
-               side: int = 6, # frames are side x side pixels
+               side: int = 4, # frames are side x side pixels
                seed: int = 0 # the generator's seed (the clips, not the split)
               ) -> tuple[Tensor, Tensor, list[str]]: # pixels [n, frames, side, side, 1], labels [n], class names
-    "`n` clips of a 4 x 4 handwritten digit moving one pixel a frame past a still one; the label is its direction."
+    "`n` clips of a 4 x 4 handwritten digit moving one pixel a frame on a torus; the label is its direction."
     n, frames = check_int('n', n), check_int('frames', frames, 2)
-    try: side = check_int('side', side, _DIGIT + 1)
-    except ValueError as e: raise ValueError(f"{e} (room for a {_DIGIT}x{_DIGIT} digit to move)") from None
+    try: side = check_int('side', side, _DIGIT)
+    except ValueError as e: raise ValueError(f"{e} (the frame holds a {_DIGIT}x{_DIGIT} digit)") from None
     rng = np.random.default_rng(seed)
     digits = _small_digits()
     labels = rng.integers(0, len(CLIP_CLASSES), n)
-    moving, still = digits[rng.integers(0, len(digits), (2, n))]
-    start, place = rng.integers(0, side, (2, n, 1, 2))
-    t = np.arange(frames)[None, :, None]
-    x = np.maximum(_layer(moving, start + t * _MOVES[labels][:, None], side),
-                   _layer(still, np.repeat(place, frames, 1), side))
+    moving = digits[rng.integers(0, len(digits), n)]
+    start = rng.integers(0, side, (n, 1, 2))
+    x = _layer(moving, start + np.arange(frames)[None, :, None] * _MOVES[labels][:, None], side)
     return torch.from_numpy(x[..., None]), torch.from_numpy(labels), list(CLIP_CLASSES)

@@ -147,7 +147,7 @@ def _source(dataset: str, data_root, resolution, cache_dir) -> tuple[Tensor, Ten
     # synthetic data is drawn at the requested side, never resized
     if dataset == 'probe': return make_probe(side=resolution or 16)
     if dataset == 'probe3d': return make_probe(side=resolution or 4, dims=3)
-    if dataset == 'clips': return make_clips(side=resolution or 6)
+    if dataset == 'clips': return make_clips(side=resolution or 4)
     root = project_root() / (data_root if data_root is not None else 'data')  # relative: from the project root
     cache = Path(cache_dir) if cache_dir is not None else project_root() / 'data' / 'cache'
     x, y, names = _cached_cifar(dataset, root, resolution, cache)

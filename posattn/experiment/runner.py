@@ -155,7 +155,7 @@ def _commit() -> str | None:
 
 def dataset_note(cfg: dict) -> str:
     "What the numbers of a run on this dataset may be compared with."
-    side = cfg['resolution'] or dict(digits=8, probe=16, probe3d=4, clips=6).get(cfg['dataset'], 32)
+    side = cfg['resolution'] or dict(digits=8, probe=16, probe3d=4, clips=4).get(cfg['dataset'], 32)
     if cfg['dataset'] == 'digits': return f"scikit-learn handwritten digits ({side}x{side} grey): a demonstration, not CIFAR-10"
     if cfg['dataset'] == 'probe3d':
         return (f"3-D positional-reasoning probe ({side}x{side}x{side} volumes, 4 classes, chance 0.25): "

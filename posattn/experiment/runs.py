@@ -60,9 +60,9 @@ PROFILES = {
     # the study's images and length at the full 32 x 32, for a Vision Transformer's 8 x 8 grid of 4 x 4 patches; the paper's five RandomStates
     'vit':   dict(_COMMON, dataset=None, resolution=None, train_size=4000, val_size=2000, epochs=4, threads=1),
     # the 3-D study (nbs/study_3d.ipynb): the probe in 4 x 4 x 4 volumes (the 2-D probe's 64 tokens and 10,000 images)
-    # and 2,000 clips of moving digits at 4 x 6 x 6, at 3e-4, where every SIREN run of the 2-D probe learned
+    # and 10,000 clips of moving digits at 4 x 4 x 4 (the same), at 3e-4, where every SIREN run of the 2-D probe learned
     'probe3d': dict(_COMMON, dataset='probe3d', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
-    'clips':   dict(_COMMON, dataset='clips', resolution=6, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
+    'clips':   dict(_COMMON, dataset='clips', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
 }
 OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu and study profiles prefer, relative to the project root
 
