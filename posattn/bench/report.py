@@ -404,42 +404,31 @@ def train_page(data: dict # train.json
 
 PLAN_TARGET = 1.  # issue 40: under a window, `fast` takes at most the time of the same call over the full span
 
-def _median_case(cases: Sequence[dict]) -> dict | None:
-    "One result standing for several measurements of a case (seeds): the median time and peak of those that ran."
-    ok = [c for c in cases if c['status'] == 'ok']
-    if not ok: return cases[0] if cases else None
-    return dict(status='ok', time_s=statistics.median(c['time_s'] for c in ok), peak_mb=statistics.median(c['peak_mb'] for c in ok))
-
-def plans_page(data: dict # plans.json: `fast` under windows and over the full span (several seeds each), per structure and batch
+def plans_page(data: dict # plans.json: `'pair'` cases (`measure_pair`), a window against the full span of the same layer
               ) -> str:
-    "plans.md: `fast` under each window against `fast` over the full span of the same layer, medians over seeds, with `PLAN_TARGET`."
-    groups = {}
+    "plans.md: `fast` under each window against the same layer over the full span, timed pair by pair, with `PLAN_TARGET`."
+    lines, slower, ratios = [], [], []
     for c in data['cases']:
-        groups.setdefault((_label(c['structure_size']), c['batch'], _window(c['span_size'], c['structure_size'])), []).append(c)
-    lines, ratios, spreads = [], [], {}
-    for (S, batch, w), cs in groups.items():
-        fulls = groups.get((S, batch, 'full'), [])
-        if w == 'full' or not fulls: continue
-        win, full = _median_case(cs), _median_case(fulls)
-        times = sorted(c['time_s'] for c in fulls if c['status'] == 'ok')
-        spread = f" ({times[0]:.3f}-{times[-1]:.3f})" if len(times) > 1 else ''
-        r = _over(win, full, 'time_s')
-        lines.append([S, str(batch), w, _time_cell(win), _time_cell(full) + spread, _num(r, '.2f'), _num(_over(win, full, 'peak_mb'), '.2f')])
-        if r is not None: ratios.append((r, f'{S}, batch {batch}, window {w}'))
-        if len(times) > 1: spreads[S, batch] = times[-1] / times[0]
-    threads = sorted({c['threads'] for c in data['cases']})
+        S, w = _label(c['structure_size']), _label(c['span_size'])
+        if c['status'] != 'ok':
+            lines.append([S, str(c['batch']), w, c['status'].split(':')[0], '', '', '']); continue
+        r, low, high = c['ratio'], c['ratio_low'], c['ratio_high']
+        lines.append([S, str(c['batch']), w, f"{c['window_s']:.3f}", f"{c['full_s']:.3f}", f"{r:.2f} ({low:.2f}-{high:.2f})",
+                      str(len(c['ratios']))])
+        ratios.append((r, f'{S}, batch {c["batch"]}, window {w}'))
+        if low > PLAN_TARGET: slower.append(f'{S} under {w} (batch {c["batch"]}): {r:.2f} ({low:.2f}-{high:.2f})')
+    threads = sorted({c['threads'] for c in data['cases'] if 'threads' in c})
     out = _head('A window against the full span: `fast`, one layer, forward + backward', data['machine'],
-                f"with torch {data['machine']['torch']}, {'/'.join(map(str, threads))} thread(s) per case, each case in a fresh "
-                "process; times in seconds (median of the timed passes; over several seeds, the median of theirs, the full "
-                "span's range in brackets: how far this machine moves one measurement of one thing), peak memory growth in MB.")
-    out.append(markdown_table(['structure', 'batch', 'window', 'window s', 'full span s', 'time ratio', 'memory ratio'], lines))
+                f"with torch {data['machine']['torch']}, {'/'.join(map(str, threads))} thread(s); each case in a fresh process "
+                "that builds the layer twice with the same weights, once with the window and once over the full span, and times "
+                "them in turn (`measure_pair`). Times in seconds (medians); the time ratio is the median of the per-pair ratios "
+                "with its 95% interval (the sign test's).")
+    out.append(markdown_table(['structure', 'batch', 'window', 'window s', 'full span s', 'time ratio (95%)', 'pairs'], lines))
     if ratios:
         r, where = max(ratios)
-        out += ['## Target', f"- the largest time ratio ({where}): {_against(r, PLAN_TARGET)}"]
-        if spreads:
-            (S, batch), s = max(spreads.items(), key=lambda kv: kv[1])
-            out[-1] += (f"\n- the noise: the full span's slowest measurement over its fastest, up to {s:.2f} ({S}, batch {batch}); "
-                        "a ratio that far from 1 is within what this machine does to one measurement of one thing")
+        out += ['## Target', f"- the largest median time ratio ({where}): {r:.2f}\n"
+                f"- windows slower than the full span (the whole interval above {PLAN_TARGET:.2f}): "
+                + ('; '.join(slower) if slower else 'none') + f": {'NOT met' if slower else 'met'}"]
     return '\n\n'.join(out) + '\n'
 
 PAGES: dict[str, Callable[[dict], str]] = dict(versions=versions_page, fast=fast_page, encodings=encodings_page,

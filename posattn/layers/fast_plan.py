@@ -26,7 +26,7 @@ class FastOptions:
     gpu_scratch_bytes: int = 0  # ... and on a GPU: none (PyTorch's caching allocator hands the memory out again)
     copy_cost: float = 8.  # the plan's cost model, in scores: one key copied into a halo
     tile_cost: float = 128.  # ... one tile of a window plan (its share of every batched product's fixed cost)
-    dense_score_cost: float = 0.78  # ... one score of the dense plan in 2-D and more (few large products, no halos)
+    dense_score_cost: float = 0.75  # ... one score of the dense plan in 2-D and more (few large products, no halos)
     dense_score_cost_1d: float = 1.  # ... and in 1-D, where a window's halos are contiguous runs
     dense_tiles: tuple[tuple[int, ...], ...] = ((32,), (4, 1), (4, 4))  # dense tiles, preferred first, for their number of dimensions
     dense_grids: int = 2 ** 12  # most offsets all dense tiles' grids may hold (tiles x C^n) for a preferred tile
