@@ -6,8 +6,8 @@ Docs: https://posattn.github.io/posattn/bench.layer.html.md"""
 
 # %% auto #0
 __all__ = ['PEAK_FACTOR', 'LAYER_BODY', 'CASE_KINDS', 'PAIR_BODY', 'sigma_for_span', 'limit_memory', 'measured_layer', 'sync',
-           'peak_mb', 'timed', 'is_oom', 'run_layer', 'in_child', 'measure', 'optional', 'machine_info', 'run_cases',
-           'run_pair', 'measure_pair']
+           'peak_mb', 'timed', 'is_oom', 'failure_status', 'run_layer', 'in_child', 'measure', 'optional',
+           'machine_info', 'run_cases', 'run_pair', 'measure_pair']
 
 # %% ../../nbs/47_bench.layer.ipynb #3d766857
 import datetime, importlib, json, math, os, platform, resource, statistics, subprocess, sys, time
@@ -116,11 +116,20 @@ def is_oom(e: BaseException) -> bool:
     "Whether `e` is an out-of-memory error: Python's, PyTorch's, or an allocation refused by the address-space limit."
     return isinstance(e, MemoryError) or 'out of memory' in str(e).lower() or "can't allocate memory" in str(e).lower()
 
-def run_layer(case: dict) -> dict:
-    "Measure one case in this process (the subprocess' body): peak memory with the allocator's defaults, then the timed passes keeping freed memory."
+def _child_device(case: dict) -> torch.device:
+    "A measuring subprocess' device, with the case's threads and (on the CPU) its memory limit set."
     dev = resolve_device(case['device'])
     if case.get('threads'): torch.set_num_threads(case['threads'])
     if dev.type == 'cpu': limit_memory(case['mem_limit_gb'])
+    return dev
+
+def failure_status(e: Exception) -> str:
+    "The status of a case that raised `e`: 'oom', or the error in one line."
+    return 'oom' if is_oom(e) else f"error: {type(e).__name__}: {str(e)[:300]}"
+
+def run_layer(case: dict) -> dict:
+    "Measure one case in this process (the subprocess' body): peak memory with the allocator's defaults, then the timed passes keeping freed memory."
+    dev = _child_device(case)
     out = dict(status='ok', time_s=None, times=[], peak_mb=None, threads=torch.get_num_threads(), device=str(dev))
     try:
         torch.manual_seed(case['seed'])
@@ -136,8 +145,7 @@ def run_layer(case: dict) -> dict:
         while sum(out['times']) < case.get('min_time_s', 0.) and len(out['times']) < 50:
             out['times'].append(timed(step, dev))
         out['time_s'] = statistics.median(out['times'])
-    except Exception as e:
-        out['status'] = 'oom' if is_oom(e) else f"error: {type(e).__name__}: {str(e)[:300]}"
+    except Exception as e: out['status'] = failure_status(e)
     return out
 
 LAYER_BODY = 'posattn.bench.layer:run_layer'  # what `measure`'s child runs
@@ -299,9 +307,7 @@ def _median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float
 
 def run_pair(case: dict) -> dict:
     "Measure a window against the full span in this process (the subprocess' body): timed pairs, the two in turn."
-    dev = resolve_device(case['device'])
-    if case.get('threads'): torch.set_num_threads(case['threads'])
-    if dev.type == 'cpu': limit_memory(case['mem_limit_gb'])
+    dev = _child_device(case)
     out = dict(status='ok', ratios=[], threads=torch.get_num_threads(), device=str(dev))
     S = case['structure_size']
     try:
@@ -322,8 +328,7 @@ def run_pair(case: dict) -> dict:
         out |= {f'{name}_s': statistics.median(t) for name, t in times.items()}
         out['ratio'] = statistics.median(out['ratios'])
         out['ratio_low'], out['ratio_high'] = _median_interval(out['ratios'])
-    except Exception as e:
-        out['status'] = 'oom' if is_oom(e) else f"error: {type(e).__name__}: {str(e)[:300]}"
+    except Exception as e: out['status'] = failure_status(e)
     return out
 
 # %% ../../nbs/47_bench.layer.ipynb #42ca0152

@@ -22,7 +22,7 @@ from ..model.treatments import TREATMENTS, make_classifier, treatment_attention
 from ..model.classifier import Classifier
 from ..core.runtime import keep_freed_memory, resolve_device
 from ..layers.block import VERSION_CHOICES
-from .layer import CASE_KINDS, in_child, is_oom, limit_memory, optional, peak_mb, timed
+from .layer import CASE_KINDS, failure_status, in_child, limit_memory, optional, peak_mb, timed
 
 # %% ../../nbs/47a_bench.train.ipynb #6b28655b
 class SdpaAttention(MultiHeadSelfAttention):
@@ -118,7 +118,7 @@ def run_train(case: dict) -> dict:
         out['time_s'] = statistics.median(out['times'])
         out['images_per_s'] = case['batch'] / out['time_s']
     except Exception as e:
-        out['status'] = 'oom' if is_oom(e) else f"error: {type(e).__name__}: {str(e)[:300]}"
+        out['status'] = failure_status(e)
     return out
 
 # %% ../../nbs/47a_bench.train.ipynb #408551f7

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 from posattn.core.scores import weighted_sum
 from posattn.layers.fast_plan import current_fast_options
-from posattn.layers.fast_layout import Chunk, Geometry, skew, unskew
+from posattn.layers.fast_layout import Chunk, Geometry, additive_mask, skew, unskew
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #3169af49
 _SCRATCH = threading.local()  # per thread: {(slot, dtype, device): a flat buffer}
@@ -96,8 +96,7 @@ def _add_narrow(acc: Tensor, # [..., d_H, N]: the running sum of such results, k
 def _additive(c: Chunk, like: Tensor) -> Tensor | None:
     "The bias plus the mask as 0 inside and -inf outside: one table without the batch dimension, or None."
     m, b = c.mask_bias, c.pair_bias
-    if m is None and c.valid is not None:  # a chunk built without the call's table (`window_tables` makes it once)
-        m = torch.zeros(c.valid.shape, dtype=like.dtype, device=like.device).masked_fill_(~c.valid, float('-inf'))
+    if m is None and c.valid is not None: m = additive_mask(c.valid, like.dtype)  # a chunk built without the call's table
     if m is None: return b
     m = m.to(like.dtype)  # a copy only where autocast made the scores narrower than the inputs
     return m if b is None else m + b

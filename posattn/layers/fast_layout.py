@@ -197,12 +197,15 @@ def _pair_table(fn, offsets: Tensor, nq: int) -> Tensor | None: # [T^n, L^n] or 
 
 _window_layout = functools.lru_cache(maxsize=64)(_window_geometry)  # shapes in, constants out: once per (S, W, plan, device)
 
+def additive_mask(valid: Tensor, dtype: torch.dtype) -> Tensor:
+    "The mask `valid` as a table to add to the scores: 0 inside, -inf outside."
+    return torch.zeros(valid.shape, dtype=dtype, device=valid.device).masked_fill_(~valid, float('-inf'))
+
 @functools.lru_cache(maxsize=64)  # like the masks themselves: the table is built once, not once per chunk of every call
 def _mask_bias(layout, S: tuple, W: tuple, plan: FastPlan, device, dtype) -> Tensor | None:
-    "The mask of `layout` (`_window_layout` or `_dense_layout`) as a table to add to the scores: 0 inside, -inf outside."
+    "The mask of `layout` (`_window_layout` or `_dense_layout`) as `additive_mask`, or None without a mask."
     valid = layout(S, W, plan, device)[-1]
-    if valid is None: return None
-    return torch.zeros(valid.shape, dtype=dtype, device=device).masked_fill_(~valid, float('-inf'))
+    return None if valid is None else additive_mask(valid, dtype)
 
 def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.) -> Tables:
     "The chunks' tables in window mode: halos, the window's encodings and pair tables (one for every tile), the masks per tile."
