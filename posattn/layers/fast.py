@@ -57,7 +57,7 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     masked = x.valid is not None  # only a mask needs weighted_sum's exact path for non-finite values
     read = may_read(q)  # else (a GPU) no value is read back: the safe paths from the start
     finite = not masked or (read and bool(_sum(value).isfinite()))  # checked once per call, not per chunk
-    run = lambda exact: run_chunks(x, tables.geom, step, tables.axes, recompute, finite, exact, tables.regrid)
+    run = lambda exact: run_chunks(x, tables.geom, step, tables.axes, recompute, finite, exact)
     out = run(masked and not read)
     if masked and read and bool(_sum(out).isnan()): out = run(True)  # a NaN or +inf score outside a window made its row NaN
     return untile(out, S, plan)

@@ -11,7 +11,7 @@ __all__ = []
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
-from posattn.layers.fast_layout import Chunk, Geometry, chunk_slices
+from posattn.layers.fast_layout import Chunk, Geometry, chunk_slices, fold_grids, tile_grids
 from posattn.layers.fast_chunks import Slot, chunk_backward, chunk_forward, raw_scores, scratch, trim_scratch, softmax_weights
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #ecd796e9
@@ -21,15 +21,14 @@ class _Chunks(torch.autograd.Function):
     "Attention of all tiles, `step` at a time; each chunk's weights (with a Gaussian to learn: its raw scores) are kept, or recomputed (`recompute`)."
     @staticmethod
     def forward(ctx, *args): # the fields of a `Chunk` (autograd sees each tensor), then the rest of `run_chunks`'s arguments
-        x, (geom, step, axes, recompute, finite, exact, regrid) = Chunk(*args[:_FIELDS]), args[_FIELDS:]
+        x, (geom, step, axes, recompute, finite, exact) = Chunk(*args[:_FIELDS]), args[_FIELDS:]
         keep_raw = not recompute and ctx.needs_input_grad[_FACTOR]  # the Gaussian's gradient needs the raw scores
         ctx.geom, ctx.step, ctx.axes, ctx.exact, ctx.kept, outs = geom, step, axes, exact, [], []
         for _, _, c in chunk_slices(x, axes, step, x.q_content.shape[2]):
-            p, out, raw = chunk_forward(c, geom, Slot.SCORES if recompute else None, keep_raw, finite, exact)
+            p, out, raw = chunk_forward(tile_grids(c), geom, Slot.SCORES if recompute else None, keep_raw, finite, exact)
             outs.append(out); ctx.kept.append(None if recompute else (None if keep_raw else p, raw))  # p: rebuilt from raw
         out = torch.cat(outs, 2)
-        ctx.regrid = regrid
-        ctx.save_for_backward(*x._replace(grid_encodings=None if regrid else x.grid_encodings), out)
+        ctx.save_for_backward(*x, out)
         trim_scratch(out.device)
         return out
 
@@ -39,7 +38,6 @@ class _Chunks(torch.autograd.Function):
         *saved, out = ctx.saved_tensors
         x, axes, geom = Chunk(*saved), ctx.axes, ctx.geom
         need = frozenset(f for f, n in zip(Chunk._fields, ctx.needs_input_grad) if n)
-        if ctx.regrid: x = x._replace(grid_encodings=ctx.regrid())
         sums = None  # dense mode: every chunk adds to the gradients of all keys and values, summed transposed
         if 'keys' not in axes: sums = tuple(x.keys.new_zeros(*x.keys.shape[:2], x.keys.shape[3], x.keys.shape[2]) for _ in range(2))
         summed = ('keys', 'values') if sums else ()
@@ -47,7 +45,7 @@ class _Chunks(torch.autograd.Function):
                              torch.empty_like(a) if f in axes else torch.zeros_like(a)  # a slice per chunk, or (shared) a sum over the chunks
                           for f, a in zip(Chunk._fields, x)})
         for (s, n, c), kept in zip(chunk_slices(x, axes, ctx.step, out.shape[2]), ctx.kept):
-            o1, d1 = out.narrow(2, s, n), dout.narrow(2, s, n)
+            o1, d1, c = out.narrow(2, s, n), dout.narrow(2, s, n), tile_grids(c)
             p, raw = kept or (None, None)
             if p is None:  # the same operations on the same inputs: the weights the forward pass had, bit for bit
                 if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, Slot.SCORES)
@@ -56,20 +54,20 @@ class _Chunks(torch.autograd.Function):
                 raw = raw if keep else None  # the raw scores, for the Gaussian's gradient
             for f, acc, part in zip(Chunk._fields, grads, chunk_backward(d1, c, p, o1, geom, need, raw, sums)):
                 if acc is None: continue
-                if f in axes: acc.narrow(axes[f], s, n).copy_(part)
+                if f == 'grid_encodings' and c.grid_index is not None: fold_grids(acc, part, c.grid_index)  # into the one grid
+                elif f in axes: acc.narrow(axes[f], s, n).copy_(part)
                 else: acc.add_(part)
         if sums: grads = grads._replace(keys=sums[0].mT if 'keys' in need else None, values=sums[1].mT if 'values' in need else None)
         ctx.kept = [None] * len(ctx.kept)  # freed now, not when the graph goes (a second pass recomputes them)
         trim_scratch(out.device)
-        return *grads, None, None, None, None, None, None, None
+        return *grads, None, None, None, None, None, None
 
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #bdbfe17a
 def run_chunks(x: Chunk, geom: Geometry, step: int, # tiles per chunk
                 axes: dict[str, int], # the tile dimension of each field of `x` cut per tile (others: shared by the tiles)
-                recompute: bool = False, finite: bool = False, exact: bool = False,
-                regrid=None # a function that rebuilds x.grid_encodings: it is then rebuilt for the backward pass instead of kept
+                recompute: bool = False, finite: bool = False, exact: bool = False
                ) -> Tensor: # [B, H, tiles, T^n, d_H]
-    "The attention output of every tile of `x`, through one autograd node (`_Chunks`)."
-    return _Chunks.apply(*x, geom, step, axes, recompute, finite, exact, regrid)
+    "The attention output of every tile of `x`, through one autograd node (`_Chunks`); dense mode's grids gathered per chunk (`tile_grids`)."
+    return _Chunks.apply(*x, geom, step, axes, recompute, finite, exact)
 

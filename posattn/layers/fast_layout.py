@@ -128,13 +128,13 @@ class Chunk(NamedTuple):
     pair_keys: Tensor | None = None       # the key slot's F per pair [H, 1 or tiles, T^n, L^n or N, d_H]
     pair_bias: Tensor | None = None       # the bias per pair, as pair_factor
     grid_values: Tensor | None = None     # the value slot's V over the offsets [H, 1 or tiles, C^n, d_H]
+    grid_index: Tensor | None = None      # dense mode: each tile's grid as rows of the one grid_encodings [H, R^n + 1, d_H] (long [tiles, C^n])
 
 class Tables(NamedTuple):
     "What a mode prepares once per call for its chunks."
     x: Chunk               # the call's tensors (queries to come)
     axes: dict[str, int]    # the tile dimension of each field cut per tile; a field not named is shared by the tiles
     geom: Geometry
-    regrid: Callable[[], Tensor] | None  # rebuilds x.grid_encodings for the backward pass (dense mode); None: it is kept
 
 def chunk_slices(x: Chunk, axes: dict[str, int], step: int, tiles: int):
     "Per run of `step` tiles: its first tile, its length and `x` cut along the tile dimension of each field in `axes`."
@@ -225,10 +225,10 @@ def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms,
                valid=valid, mask_bias=_mask_bias(_window_layout, tuple(S), tuple(W), plan, dev, k.dtype),
                pair_keys=f, pair_bias=b, grid_values=ev)
     axes = dict(q_content=2, q_position=2, keys=2, values=2, valid=0, mask_bias=0)
-    return Tables(x, axes, Geometry(plan.tile, C, plan.halo, base), None)
+    return Tables(x, axes, Geometry(plan.tile, C, plan.halo, base))
 
 
-# %% ../../nbs/21c_layers.fast_layout.ipynb #19c8701f
+# %% ../../nbs/21c_layers.fast_layout.ipynb #4a6f9844
 @functools.lru_cache(maxsize=64)  # shapes in, constants out: once per (S, W, plan, device)
 def _dense_layout(S: tuple, W: tuple, plan: FastPlan, device) -> tuple[Tensor, Tensor, Tensor | None]:
     "Offsets of the relative grid [*R, n], each (query, key)'s place in its tile's grid [T^n, N], and the mask [tiles, T^n, N] or None."
@@ -240,23 +240,43 @@ def _dense_layout(S: tuple, W: tuple, plan: FastPlan, device) -> tuple[Tensor, T
     inside = _tile_grids((offsets.abs() <= torch.tensor(W, device=device) // 2).all(-1), S, plan)
     return offsets, idx, inside[:, idx] | _padded_rows(S, plan, device)[:, :, None]
 
+# %% ../../nbs/21c_layers.fast_layout.ipynb #fff70032
+@functools.lru_cache(maxsize=64)  # shapes in, constants out: once per (S, plan, device)
+def _grid_index(S: tuple, plan: FastPlan, device) -> Tensor: # long [tiles, C^n]
+    "Each tile's grid of offsets as rows of the flattened relative grid; the padding past its edge as row prod(R), a row of zeros."
+    n = math.prod(relative_size(S))
+    rows = _tile_grids(torch.arange(1, n + 1, device=device).view(relative_size(S)), S, plan) - 1  # the padding, 0, becomes -1
+    return rows.masked_fill_(rows < 0, n)
+
+def tile_grids(c: Chunk) -> Chunk:
+    "`c` with its tiles' encodings [H, nt, d_H, C^n] gathered from the one grid by `grid_index` (dense mode); `c` itself otherwise."
+    if c.grid_index is None or c.grid_encodings is None: return c
+    return c._replace(grid_encodings=c.grid_encodings[:, c.grid_index].mT)  # a copy of this chunk's grids only
+
+def fold_grids(acc: Tensor, # the one grid's gradient [H, R^n + 1, d_H], added to in place
+               de: Tensor, # the gradient of a chunk's grids [H, nt, d_H, C^n]
+               index: Tensor) -> Tensor: # that chunk's grid_index [nt, C^n]
+    "The adjoint of `tile_grids`: each tile's gradient added into the rows of the one grid it was gathered from."
+    return acc.index_add_(1, index.flatten(), de.mT.reshape(acc.shape[0], -1, acc.shape[-1]))
+
+# %% ../../nbs/21c_layers.fast_layout.ipynb #3b6f38c3
 def dense_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.) -> Tables:
-    "The chunks' tables in dense mode: all keys, per-tile encodings and pair tables, the masks per tile, and how to rebuild the encodings."
+    "The chunks' tables in dense mode: all keys, the one grid of encodings and its rows per tile, pair tables and masks per tile."
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
     offsets, idx, mask = _dense_layout(tuple(S), tuple(W), plan, k.device)
     k, value = k.contiguous(), value.contiguous()  # every chunk's products read them: one copy here, not one per product
     offsets = offsets.clone()  # the cached grid is shared by every call: the encodings get a copy of their own
     cut = lambda fn: None if fn is None else _tile_grids(fn(offsets), S, plan)  # [tiles, *features, M^n]
     pairs = lambda c: None if c is None else c[..., idx] if c.dim() == 2 else c[..., idx].transpose(0, 1)  # [tiles, nq, N] or [H, tiles, nq, N]
-    grids = lambda x: _tile_grids(x, S, plan).transpose(0, 1).contiguous()  # [H, tiles, d_H, C^n]
-    full = None if terms.query is None else terms.query(offsets)  # every offset once: the per-tile grids repeat most of them
-    e, ev, fk = None if full is None else grids(full), cut(terms.value), cut(terms.key)
+    full = None if terms.query is None else terms.query(offsets)  # [*R, H, d_H]: every offset once
+    e = None if full is None else F.pad(full.flatten(0, -3).transpose(0, 1), (0, 0, 0, 1))  # [H, R^n + 1, d_H]: a zero row to pad
+    rows = None if full is None else _grid_index(tuple(S), plan, k.device)
+    ev, fk = cut(terms.value), cut(terms.key)
     ev = None if ev is None else ev.permute(1, 0, 3, 2).contiguous()  # [H, tiles, C^n, d_H]
     f = None if fk is None else fk[..., idx].permute(1, 0, 3, 4, 2) * scale  # [H, tiles, T^n, N, d_H]
     g, b = pairs(cut(terms.factor)), pairs(cut(terms.bias))
     x = Chunk(keys=k, values=value, grid_encodings=e, pair_factor=g, valid=mask, pair_keys=f, pair_bias=b, grid_values=ev,
-              mask_bias=_mask_bias(_dense_layout, tuple(S), tuple(W), plan, k.device, k.dtype))
-    axes = dict(q_content=2, q_position=2, grid_encodings=1, valid=0, mask_bias=0, pair_keys=1, grid_values=1)  # keys and values: shared
+              mask_bias=_mask_bias(_dense_layout, tuple(S), tuple(W), plan, k.device, k.dtype), grid_index=rows)
+    axes = dict(q_content=2, q_position=2, grid_index=0, valid=0, mask_bias=0, pair_keys=1, grid_values=1)  # keys, values, the grid: shared
     axes.update({name: t.dim() - 3 for name, t in (('pair_factor', g), ('pair_bias', b)) if t is not None})  # [H, tiles, ...] or [tiles, ...]
-    return Tables(x, axes, Geometry(plan.tile, C, S, base), None if full is None else lambda: grids(full.detach()))
-
+    return Tables(x, axes, Geometry(plan.tile, C, S, base))
