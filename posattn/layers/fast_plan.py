@@ -26,8 +26,9 @@ class FastOptions:
     gpu_scratch_bytes: int = 0  # ... and on a GPU: none (PyTorch's caching allocator hands the memory out again)
     copy_cost: float = 8.  # the plan's cost model, in scores: one key copied into a halo
     tile_cost: float = 128.  # ... one tile of a window plan (its share of every batched product's fixed cost)
-    dense_score_cost: float = 0.75  # ... one score of the dense plan in 2-D and more (few large products, no halos)
-    dense_score_cost_1d: float = 1.  # ... and in 1-D, where a window's halos are contiguous runs
+    dense_score_cost: float = 0.75  # ... one score of the dense plan in 2-D (few large products, no halos)
+    dense_score_cost_1d: float = 1.  # ... in 1-D, where a window's halos are contiguous runs
+    dense_score_cost_3d: float = 0.55  # ... and in 3-D, where a window's halos are many short runs of keys
     dense_tiles: tuple[tuple[int, ...], ...] = ((32,), (4, 1), (4, 4))  # dense tiles, preferred first, for their number of dimensions
     dense_grids: int = 2 ** 12  # most offsets all dense tiles' grids may hold (tiles x C^n) for a preferred tile
 
@@ -36,7 +37,7 @@ class FastOptions:
             raise ValueError(f"recompute={self.recompute!r} must be True, False or None")
         for name in ('keep_bytes', 'gpu_keep_bytes', 'budget', 'gpu_budget', 'scratch_bytes', 'gpu_scratch_bytes', 'dense_grids'):
             check_int(name, getattr(self, name), low=0)
-        for name in ('copy_cost', 'tile_cost', 'dense_score_cost', 'dense_score_cost_1d'):
+        for name in ('copy_cost', 'tile_cost', 'dense_score_cost', 'dense_score_cost_1d', 'dense_score_cost_3d'):
             x = getattr(self, name)
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not x >= 0:
                 raise ValueError(f"{name}={x!r} must be a number >= 0")
@@ -84,7 +85,7 @@ def _window_plan(S, reach, T) -> FastPlan:
 def _plan_cost(p: FastPlan, o: FastOptions | None = None) -> float:
     "Work of a plan in scores, by the cost model of `o` (the current options): a window plan's scores, halo copies and tiles; a dense plan's scores."
     o, tiles, keys, queries = o or current_fast_options(), math.prod(p.tiles), math.prod(p.halo), math.prod(p.tile)
-    if p.mode == 'dense': return (o.dense_score_cost_1d if len(p.tile) == 1 else o.dense_score_cost) * tiles * queries * keys
+    if p.mode == 'dense': return {1: o.dense_score_cost_1d, 3: o.dense_score_cost_3d}.get(len(p.tile), o.dense_score_cost) * tiles * queries * keys
     return tiles * (queries * keys + o.copy_cost * keys + o.tile_cost)
 
 
