@@ -214,7 +214,8 @@ study-3d: $(STAMP)
 # Appendix A.4 and the fast version's benchmark: one layer's forward+backward time and peak memory, each case in a fresh
 # process; writes results/bench/*.json and figures/*_time_memory.png. Then the training benchmark: one training step of
 # the whole classifier per treatment, input size and thread count against the fused-attention floor, and a profile;
-# writes results/bench/train.{json,md} and figures/train_throughput.png. Finished cases are kept: delete a JSON to re-measure.
+# writes results/bench/train.{json,md} and figures/train_throughput.png. Then converted timm ViTs against timm's own (issue 48):
+# results/bench/vit.{json,md} and figures/vit_step.png (about 40 minutes). Finished cases are kept: delete a JSON to re-measure.
 # `make gpu-check`: the device check (scripts/gpu_check.py, the command line of posattn.bench.device). On a machine with a GPU: the quick pass (under a minute),
 # then WARM processes that compile the fused versions' kernels into Triton's and Inductor's on-disk caches (at most 2
 # minutes), then the full check (about 5 minutes), writing results/bench/gpu.json and gpu.md. Without one: the CPU pass at small
@@ -236,6 +237,7 @@ bench: $(STAMP)
 	$(BIN)/papermill --cwd nbs nbs/bench_versions.ipynb results/bench/notebooks/bench_versions.ipynb
 	$(BIN)/papermill --cwd nbs nbs/bench_fast.ipynb results/bench/notebooks/bench_fast.ipynb
 	$(BIN)/papermill --cwd nbs nbs/bench_train.ipynb results/bench/notebooks/bench_train.ipynb
+	$(BIN)/papermill --cwd nbs nbs/bench_vit.ipynb results/bench/notebooks/bench_vit.ipynb
 
 # A one-node SLURM cluster on this machine (root; no systemd needed): Debian's slurm, munge, slurmdbd and MariaDB,
 # configured for localhost with one partition `debug`; state, config and logs in /var/lib/posattn-slurm.

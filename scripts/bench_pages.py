@@ -14,9 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's posattn, whatever is installed
 from posattn.bench.report import PAGES, stale_pages, write_pages
 from posattn.bench.device import markdown
+from posattn.bench.vit import vit_page
 
 BENCH = ROOT / 'results' / 'bench'
-WRITERS = PAGES | dict(gpu=markdown)  # every page's writer, by name (gpu-<anything>.md: gpu's)
+WRITERS = PAGES | dict(gpu=markdown, vit=vit_page)  # every page's writer, by name (gpu-<anything>.md: gpu's)
 
 
 def main(argv: list[str] | None = None) -> int:

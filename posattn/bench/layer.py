@@ -207,7 +207,11 @@ def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
            ) -> dict:
     "Time and peak memory of forward + backward of one attention layer, measured in a fresh subprocess."
     span_size = None if span_size is None else list(span_size)
-    structure_size, batch, d, heads, repeats = _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe, span)
+    structure_size, batch, d, heads, repeats = _check_case(version, structure_size, span_size, batch=batch, d=d,
+                                                           heads=heads,
+                                                           repeats=repeats,
+                                                           pe=pe,
+                                                           span=span)
     dev = str(resolve_device(device))
     real = _real_span(structure_size, span_size)
     layer = dict(version=version, pe=pe, span=span, structure_size=structure_size, span_size=span_size, batch=batch, d=d,
@@ -256,7 +260,7 @@ def _same_layer(result: dict, case: dict) -> bool:
 # a case's kind -> (its measuring function, called with the case's other keys; whether a result measured a case)
 CASE_KINDS: dict[str, tuple[Callable[..., dict], Callable[[dict, dict], bool]]] = {'layer': (measure, _same_layer)}
 
-_REGISTERED_BY = {'train': 'posattn.bench.train'}  # for the message only: the module imports nothing later
+_REGISTERED_BY = {'train': 'posattn.bench.train', 'vit': 'posattn.bench.vit'}  # for the message only: the module imports nothing later
 
 def _registered(kind: str) -> tuple[Callable[..., dict], Callable[[dict, dict], bool]]:
     "What `CASE_KINDS` holds for `kind`; a ValueError names the module that registers it."
@@ -343,7 +347,8 @@ def measure_pair(structure_size: Sequence[int],
                  timeout_s: float = 1800) -> dict:
     "A window's forward + backward against the same layer's over the full span, timed in alternation in one fresh subprocess."
     if version == 'sdpa': raise ValueError("version='sdpa' has no window: measure_pair compares a version's window with its full span")
-    structure_size, batch, d, heads, _ = _check_case(version, structure_size, list(span_size), batch, d, heads, 1)
+    structure_size, batch, d, heads, _ = _check_case(version, structure_size, list(span_size), batch=batch, d=d,
+                                                     heads=heads, repeats=1)
     pairs = check_int('pairs', pairs)
     real = _real_span(structure_size, span_size)
     if real == [2 * s - 1 for s in structure_size]:

@@ -94,8 +94,8 @@ def train_step(model: Classifier, opt: torch.optim.Optimizer, x: Tensor, y: Tens
 def train_setup(case: dict, dev: torch.device):
     "The model, its Adam, and a batch of random images and labels of `case`."
     torch.manual_seed(case['seed'])
-    model = train_model(case['treatment'], case['side'], case['sigmas'], case['version'], case['blocks'],
-                        case['d'], case['heads']).to(dev).train()
+    model = train_model(case['treatment'], case['side'], case['sigmas'], version=case['version'],
+                        blocks=case['blocks'], d=case['d'], heads=case['heads']).to(dev).train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999))
     x = torch.randn(case['batch'], *model.structure_size, 3, device=dev)
     return model, opt, x, torch.randint(0, 10, (case['batch'],), device=dev)
@@ -145,7 +145,7 @@ def measure_train(treatment: str, # a key of TRAIN_MODELS: 'sdpa' (the floor), '
     check_choice('version', version, (None, *VERSION_CHOICES))
     if d % heads: raise ValueError(f"d={d} must be divisible by heads={heads}")
     sigmas = None if sigmas is None else [[float(s) for s in layer] for layer in sigmas]
-    if sigmas is not None: train_model(treatment, side, sigmas, version, blocks, d, heads)  # raises on wrong sigmas
+    if sigmas is not None: train_model(treatment, side, sigmas, version=version, blocks=blocks, d=d, heads=heads)  # raises on wrong sigmas
     dev = str(resolve_device(device))
     case = dict(kind='train', treatment=treatment, side=side, threads=threads, batch=batch, sigmas=sigmas,
                 version=version, blocks=blocks, d=d, heads=heads, repeats=repeats, min_time_s=min_time_s, seed=seed, trial=trial)

@@ -103,7 +103,7 @@ class RunTask(Checkpointable):
                  lock: Callable | None = None, # picklable; lock() is a context manager held while the command runs
                  holder_env: str | None = None, # this variable tells the command the pid of the lock's holder (the task)
                  busy: tuple = ()): # exception types of entering the lock that mean: another process holds the run
-        _check_task(name, cmd, env, done, lock, holder_env, busy)
+        _check_task(name, cmd, env, done=done, lock=lock, holder_env=holder_env, busy=busy)
         self.name, self.cmd, self.env, self.grace_s = name, [str(c) for c in cmd], dict(env or {}), float(grace_s)
         self.log = Path(log).absolute()
         self.state = Path(state).absolute() if state is not None else self.log.with_name(self.log.name + '.state.jsonl')
@@ -443,7 +443,8 @@ def _run_status(m: dict, sched: str | None) -> RunStatus:
     atts = [a for a in every if a.get('end') not in ('skipped', 'busy')] # the attempts that ran the command
     ends = [a.get('end') for a in atts]
     requeues = sum(e in ('requeued', 'terminated') or (e is None and i < len(atts) - 1) for i, e in enumerate(ends))
-    r = RunStatus(m['name'], 'pending', len(atts), requeues, m.get('job_id'), sched, m.get('log'))
+    r = RunStatus(m['name'], 'pending', len(atts), requeues=requeues, job_id=m.get('job_id'), scheduler=sched,
+                  log=m.get('log'))
     last = ([a for a in every if a.get('end') != 'busy'] or [{}])[-1]
     busy = every[-1] if every and every[-1].get('end') == 'busy' and every[-1].get('time', '') >= m.get('time', '') else None
     if (m.get('done') and Path(m['done']).exists()) or last.get('end') in ('ok', 'skipped'): r.state = 'done'

@@ -230,14 +230,17 @@ def _train_and_store(cfg: dict, paths: dict, checkpoint: Path, device: torch.dev
     "Load the data, build the model, train, and write the result and its figures; None when stopped early."
     if cfg['threads']: torch.set_num_threads(cfg['threads'])
     keep_freed_memory()  # a step reuses the memory the last one freed (nbs/42_experiment.train.ipynb)
-    data = load_data(cfg['dataset'], cfg['layout'], cfg['seed'], cfg['data_root'], cfg['resolution'],
-                     cfg['train_size'], cfg['val_size'])
+    data = load_data(cfg['dataset'], cfg['layout'], cfg['seed'], data_root=cfg['data_root'],
+                     resolution=cfg['resolution'], train_size=cfg['train_size'], val_size=cfg['val_size'])
     torch.manual_seed(cfg['seed'])
     model = model_for(cfg, data.channels, len(data.classes), data.structure_size)
     log = wandb_logger(cfg['wandb_mode'], cfg, f"{cfg['treatment']}-seed-{cfg['seed']}", paths['result'].parent,
                        group=cfg['wandb_group'])
-    history = train(model, data, cfg['epochs'], cfg['seed'], cfg['batch_size'], cfg['accumulate'], cfg['lr'],
-                    cfg['betas'], cfg['eval_batch_size'], checkpoint, cfg, device, log, stop_after, progress, clock, cfg['amp'])
+    history = train(model, data, cfg['epochs'], seed=cfg['seed'], batch_size=cfg['batch_size'],
+                    accumulate=cfg['accumulate'], lr=cfg['lr'], betas=cfg['betas'],
+                    eval_batch_size=cfg['eval_batch_size'], checkpoint=checkpoint, config=cfg,
+                    device=device, log=log, stop_after=stop_after, progress=progress, clock=clock,
+                    amp=cfg['amp'])
     if log is not None: log.finish()
     if len(history) < cfg['epochs']: return None
     if checkpoint != paths['checkpoint']: os.replace(checkpoint, paths['checkpoint'])
@@ -271,7 +274,8 @@ def run(treatment: str = 'span_2d', # a key of TREATMENTS
     with run_lock(paths['lock'], holder=os.environ.get(LOCK_HOLDER_ENV)):
         if (stored := _stored_result(cfg, paths['result'], force, fix=True)) is not None: return stored
         _clean(paths, checkpoint)
-        return _train_and_store(cfg, paths, checkpoint, device, clock, progress, stop_after)
+        return _train_and_store(cfg, paths, checkpoint, device=device, clock=clock, progress=progress,
+                                stop_after=stop_after)
 
 # %% ../../nbs/43_experiment.runner.ipynb #0521e524
 def plot_run(result: dict, paths: dict) -> list[Path]:

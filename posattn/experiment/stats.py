@@ -76,15 +76,20 @@ def _row(table, setting, a, b, sa, sb, effect, p, printed=True):
                 a_stats=dict(zip(('max', 'mean', 'std'), sa)), b_stats=dict(zip(('max', 'mean', 'std'), sb)))
 
 def _derived(setting, a, b, sa, sb):  # a comparison the paper did not print, from the group statistics it did
-    return _row('2d', setting, a, b, sa, sb, sb[1] - sa[1], welch_from_stats(sa[1], sa[2], PAPER_N, sb[1], sb[2], PAPER_N)['p'],
-                printed=False)
+    return _row('2d', setting, a, b=b, sa=sa, sb=sb, effect=sb[1] - sa[1],
+                p=welch_from_stats(sa[1], sa[2], PAPER_N, sb[1], sb[2], PAPER_N)['p'], printed=False)
 
 PAPER = ( # the paper's Tables 5, 6 and 7 (DECISIONS.md#paper-numbers), one comparison A -> B per row
-    _row('5', '1D', 'baseline', 'siren_1d', (.7624, .7493, .01065), (.7562, .7269, .02311), -.0224, .0995),
-    _row('6', '1D', 'siren_1d', 'span_1d', (.7562, .7269, .02311), (.7325, .7094, .02158), -.01750, .2511),
-    _row('6', '2D', 'siren_2d', 'span_2d', (.8134, .7991, .008688), (.8130, .8026, .01579), .00346, .6823),
-    _row('7', '1D', 'span_1d', 'span_1d_threshold', (.7325, .7094, .02158), (.7352, .7168, .01776), .00742, .5697),
-    _row('7', '2D', 'span_2d', 'span_2d_threshold', (.8130, .8026, .01579), (.8130, .8095, .003782), .00694, .3882),
+    _row('5', '1D', 'baseline', b='siren_1d', sa=(.7624, .7493, .01065), sb=(.7562, .7269, .02311), effect=-.0224,
+         p=.0995),
+    _row('6', '1D', 'siren_1d', b='span_1d', sa=(.7562, .7269, .02311), sb=(.7325, .7094, .02158), effect=-.01750,
+         p=.2511),
+    _row('6', '2D', 'siren_2d', b='span_2d', sa=(.8134, .7991, .008688), sb=(.8130, .8026, .01579), effect=.00346,
+         p=.6823),
+    _row('7', '1D', 'span_1d', b='span_1d_threshold', sa=(.7325, .7094, .02158), sb=(.7352, .7168, .01776),
+         effect=.00742, p=.5697),
+    _row('7', '2D', 'span_2d', b='span_2d_threshold', sa=(.8130, .8026, .01579), sb=(.8130, .8095, .003782),
+         effect=.00694, p=.3882),
     # 1-D against 2-D positions: the paper's largest difference, which it shows in Figures 5-6 but tests in no table
     _derived('no span', 'siren_1d', 'siren_2d', (.7562, .7269, .02311), (.8134, .7991, .008688)),
     _derived('span', 'span_1d', 'span_2d', (.7325, .7094, .02158), (.8130, .8026, .01579)),

@@ -98,7 +98,8 @@ def plan(profile: str, # one of PROFILES
         for t in treatments:
             cfg, options = check_params(t, seed, profile, params)
             p = run_paths(profile, t, seed, results_dir)
-            r = Run(t, seed, p['result'], p['notebook'], p['log'], p['checkpoint'], p['lock'], cfg)
+            r = Run(t, seed, p['result'], notebook=p['notebook'], log=p['log'], checkpoint=p['checkpoint'],
+                    lock=p['lock'], config=cfg)
             state, diff = _state(r)
             if state == 'done': done.append(r)
             elif state == 'todo': todo.append(r)
@@ -333,8 +334,9 @@ def sweep(profile: str = 'cpu', # one of PROFILES
     with warnings.catch_warnings():
         warnings.simplefilter('ignore') # checked above, with the warnings that apply
         ex = make_executor(executor, folder, **o)
-    return _launch(todo, report, notebook, params, profile, ex, executor == 'local' if wait is None else wait, progress,
-                   stamp if params.get('force') else None)
+    return _launch(todo, report, notebook, params=params, profile=profile, executor=ex,
+                   wait=executor == 'local' if wait is None else wait, progress=progress,
+                   since=stamp if params.get('force') else None)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #3f51195e
 def sweep_status(profile: str | None = None, # default: every profile with submissions
@@ -413,8 +415,10 @@ def _main(a) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _warning_line
         try:
-            rep = sweep(a.profile or 'cpu', a.treatments, a.seeds, a.jobs, parse_params(a.params), a.results_dir, a.notebook,
-                        dry_run=a.dry_run, executor=a.executor, options={k: getattr(a, k) for k in SLURM_ONLY + COMMON},
+            rep = sweep(a.profile or 'cpu', a.treatments, a.seeds, jobs=a.jobs, params=parse_params(a.params),
+                        results_dir=a.results_dir, notebook=a.notebook, dry_run=a.dry_run,
+                        executor=a.executor,
+                        options={k: getattr(a, k) for k in SLURM_ONLY + COMMON},
                         wait=a.wait or None, wandb_group=a.wandb_group)
         except (ValueError, RunRefused) as e:
             print(f'error: {e}', file=sys.stderr); return 2

@@ -200,18 +200,21 @@ def train(model: nn.Module, data: Splits,
     model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=tuple(betas))
     shuffle = _seeded(seed, device)
-    history = [] if ckpt is None else _resume(checkpoint, ckpt, model, opt, shuffle, clock, epochs)
+    history = [] if ckpt is None else _resume(checkpoint, ckpt, model, opt=opt, shuffle=shuffle, clock=clock,
+                                              epochs=epochs)
     steps, last = math.ceil(len(data.train_y) / batch_size), min(epochs, stop_after or epochs)
     report = _Progress(len(history) + 1, last, epochs, steps, on=progress)
     for epoch in range(len(history) + 1, last + 1):
         t0 = time.time()
         order = torch.randperm(len(data.train_y), generator=shuffle)
-        train_loss = _epoch(model, opt, data.train_x, data.train_y, order, batch_size, accumulate, device, amp,
-                            lambda b, l: report.batch(epoch, b, l))
+        train_loss = _epoch(model, opt, data.train_x, y=data.train_y, order=order, batch_size=batch_size,
+                            accumulate=accumulate, device=device, amp=amp,
+                            report=lambda b, l: report.batch(epoch, b, l))
         val_loss, val_acc = evaluate(model, data.val_x, data.val_y, eval_batch_size, device, amp)
         history.append(dict(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_acc=val_acc,
                             seconds=time.time() - t0))
-        if checkpoint: _save_checkpoint(checkpoint, model, opt, shuffle, history, config, clock)
+        if checkpoint: _save_checkpoint(checkpoint, model, opt, shuffle=shuffle, history=history, config=config,
+                                        clock=clock)
         report.epoch(history[-1])
         if log is not None: log(history[-1], model)
     return history

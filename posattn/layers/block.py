@@ -13,6 +13,7 @@ import functools, math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
+import torch.nn.functional as F
 from ..core.attention import MultiHeadSelfAttention
 from ..core.checks import check_choice, check_int
 from ..core.geometry import check_structure_size, relative_size
@@ -213,23 +214,29 @@ def _runs_eagerly(version: str, q: Tensor) -> bool:
     "Whether torch.compile calls `version` as it is: fast (hand-written kernels), and flex on the CPU (Inductor has no kernel for it there)."
     return torch.compiler.is_compiling() and (version == 'fast' or (version == 'flex' and q.device.type == 'cpu'))
 
-def _grid_logits(block, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor: # [B, H, N, N]
-    "Version 1's logits of the grid's pairs for `block`: what every version's softmax normalises."
-    W, terms, u, v = _terms(block, q, S)
+def _grid_part(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], W, terms, u, v) -> tuple[Tensor, Tensor]:
+    "The grid's attention in `version` [B, H, N, d_H] and the log of each query's normaliser over the grid [B, H, N]: fast's own, else from Version 1's logits."
+    if version == 'fast': return attend_fast(q, k, value, u, v, S, W, terms=terms, return_lse=True)  # runs eagerly under torch.compile
+    inside = _eagerly(_attend, block, version, q, k, value, S) if _runs_eagerly(version, q) else _attend(block, version, q, k, value, S)
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, S, W, terms=terms)
-    return v1_logits(q, k, u, v, S, W, t)
+    return inside, v1_logits(q, k, u, v, S, W, t).logsumexp(-1)
 
 def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], P: int) -> Tensor:
-    "Attention of P tokens off the grid, then the grid's: every pair with an off-grid token scores (q + u) k / sqrt(d_H) alone."
+    "Attention of P tokens off the grid, then the grid's: every pair with an off-grid token scores (q + u) k / sqrt(d_H) alone, a grid token's q + u and k turned by its rotation."
     (qp, qg), (kp, kg), (vp, vg) = ((x[:, :, :P], x[:, :, P:]) for x in (q, k, value))
-    u, wide = block.u.to(q.dtype), torch.promote_types(q.dtype, torch.float32)  # logits in float32 at least
-    content = lambda a, b: ((a + u[:, None]) @ b.mT).to(wide) / math.sqrt(q.shape[-1])
-    grid = _grid_logits(block, qg, kg, vg, S).to(wide).logsumexp(-1, keepdim=True)  # log of the grid's normaliser
-    c = content(qg, kp)  # [B, H, N, P]
+    W, terms, u, v = _terms(block, qg, S)
+    turn, ub = terms.rotate, u[:, None]
+    if turn is None: qc, kc = q + ub, k  # each token's content query and key
+    else: qc, kc = torch.cat([qp + ub, turn(qg + ub)], 2), torch.cat([kp, turn(kg)], 2)  # a grid token's turned by RoPE
+    if version == 'fast' and set(terms.slots) <= {'rotate'} and W == relative_size(S):  # every pair content alone
+        return F.scaled_dot_product_attention(qc, kc, value)  # one fused call, as in timm's own attention
+    wide = torch.promote_types(q.dtype, torch.float32)  # logits in float32 at least
+    content = lambda a, b: (a @ b.mT).to(wide) / math.sqrt(q.shape[-1])
+    inside, grid = _grid_part(block, version, qg, kg, vg, S, W, terms, u, v)
+    grid, c = grid.to(wide)[..., None], content(qc[:, :, P:], kp)  # [B, H, N, 1], [B, H, N, P]
     total = torch.logaddexp(grid, c.logsumexp(-1, keepdim=True))
-    inside = _eagerly(_attend, block, version, qg, kg, vg, S) if _runs_eagerly(version, q) else _attend(block, version, qg, kg, vg, S)
     on = (grid - total).exp().to(q.dtype) * inside + (c - total).exp().to(q.dtype) @ vp
-    off = content(qp, k).softmax(-1).to(q.dtype) @ value  # every key, never windowed
+    off = content(qc[:, :, :P], kc).softmax(-1).to(q.dtype) @ value  # every key, never windowed
     return torch.cat([off, on], 2)
 
 

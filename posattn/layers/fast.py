@@ -19,7 +19,7 @@ from .version1 import Encode, Gauss, attend_setup
 from ..encodings.terms import PositionTerms
 from .fast_plan import FastOptions, FastPlan, current_fast_options, fast_options, fast_plan, score_count
 from .fast_layout import dense_tables, query_tiles, untile, window_tables
-from .fast_autograd import run_chunks
+from .fast_autograd import ChunkRun, run_chunks
 from .tiled import attend_tiled  # importable from here, as before the split
 
 # %% ../../nbs/22_layers.fast.ipynb #4989fccf
@@ -34,15 +34,16 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
                 structure_size: Sequence[int],
                 span_size: Sequence[int], # the window; RelativeSize means no mask
                 encode: Encode | None = None, gaussian: Gauss | None = None,
-                *, terms: PositionTerms | None = None # every slot of an encoding, in place of encode and gaussian
-               ) -> Tensor: # [B, H, N, d_H]
+                *, terms: PositionTerms | None = None, # every slot of an encoding, in place of encode and gaussian
+                return_lse: bool = False # also return the log of each query's softmax normaliser [B, H, N]
+               ) -> Tensor | tuple[Tensor, Tensor]: # [B, H, N, d_H] (and the log-normalisers)
     "Version 1's attention without P: skewed positional scores; under a window, tiles of queries against halos."
     terms, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)  # terms from here on
     B, H, N, d = q.shape
     scale = terms.scale / math.sqrt(d)
-    if set(terms.slots) <= {'rotate', 'scale'} and W == relative_size(S):  # nothing positional left but a rotation: fused
+    if set(terms.slots) <= {'rotate', 'scale'} and W == relative_size(S) and not return_lse:  # nothing positional left but a rotation: fused
         return F.scaled_dot_product_attention(q + u[:, None], k, value, scale=scale)
-    plan = fast_plan(S, W)
+    plan = fast_plan(S, W, d)
     qu = query_tiles((q + u[:, None]) * scale, S, plan)  # [B, H, tiles, T^n, d_H]
     nq = qu.shape[3]
     keys = math.prod(plan.halo) if plan.mode == 'window' else N
@@ -57,8 +58,9 @@ def attend_fast(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     masked = x.valid is not None  # only a mask needs weighted_sum's exact path for non-finite values
     read = may_read(q)  # else (a GPU) no value is read back: the safe paths from the start
     finite = not masked or (read and bool(_sum(value).isfinite()))  # checked once per call, not per chunk
-    run = lambda exact: run_chunks(x, tables.geom, step, tables.axes, recompute, finite, exact)
+    run = lambda exact: run_chunks(x, ChunkRun(tables.geom, step, tables.axes, recompute, finite, exact, return_lse))
     out = run(masked and not read)
-    if masked and read and bool(_sum(out).isnan()): out = run(True)  # a NaN or +inf score outside a window made its row NaN
-    return untile(out, S, plan)
+    if masked and read and bool(_sum(out[0] if return_lse else out).isnan()): out = run(True)  # a NaN or +inf score outside a window made its row NaN
+    if not return_lse: return untile(out, S, plan)
+    return untile(out[0], S, plan), untile(out[1][..., None], S, plan)[..., 0]
 

@@ -8,66 +8,74 @@ Docs: https://posattn.github.io/posattn/layers.fast_autograd.html.md"""
 __all__ = []
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #a8464f61
+from typing import NamedTuple
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 from posattn.layers.fast_layout import Chunk, Geometry, chunk_slices, fold_grids, tile_grids
-from posattn.layers.fast_chunks import Slot, chunk_backward, chunk_forward, raw_scores, scratch, trim_scratch, softmax_weights
+from posattn.layers.fast_chunks import Slot, chunk_backward, chunk_forward, chunk_weights, trim_scratch
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #ecd796e9
-_FIELDS, _FACTOR = len(Chunk._fields), Chunk._fields.index('pair_factor')  # autograd sees the fields in order, as arguments
+class ChunkRun(NamedTuple):
+    "How `_Chunks` runs the chunks of a call: everything it is given besides the tensors."
+    geom: Geometry
+    step: int                # tiles per chunk
+    axes: dict[str, int]     # the tile dimension of each field cut per tile (others: shared by the tiles)
+    recompute: bool = False  # the backward pass recomputes each chunk's weights instead of keeping them
+    finite: bool = False     # every value is finite (checked once per call): the plain weighted sum is exact
+    exact: bool = False      # mask by assignment (`chunk_weights`)
+    lse: bool = False        # also return the log of each query's normaliser [B, H, tiles, T^n]
 
+_FACTOR = 1 + Chunk._fields.index('pair_factor')  # autograd sees the run, then the fields in order
+
+# %% ../../nbs/21e_layers.fast_autograd.ipynb #8301e3d2
 class _Chunks(torch.autograd.Function):
     "Attention of all tiles, `step` at a time; each chunk's weights (with a Gaussian to learn: its raw scores) are kept, or recomputed (`recompute`)."
     @staticmethod
-    def forward(ctx, *args): # the fields of a `Chunk` (autograd sees each tensor), then the rest of `run_chunks`'s arguments
-        x, (geom, step, axes, recompute, finite, exact) = Chunk(*args[:_FIELDS]), args[_FIELDS:]
-        keep_raw = not recompute and ctx.needs_input_grad[_FACTOR]  # the Gaussian's gradient needs the raw scores
-        ctx.geom, ctx.step, ctx.axes, ctx.exact, ctx.kept, outs = geom, step, axes, exact, [], []
-        for _, _, c in chunk_slices(x, axes, step, x.q_content.shape[2]):
-            p, out, raw = chunk_forward(tile_grids(c), geom, Slot.SCORES if recompute else None, keep_raw, finite, exact)
-            outs.append(out); ctx.kept.append(None if recompute else (None if keep_raw else p, raw))  # p: rebuilt from raw
+    def forward(ctx, run: ChunkRun, *fields): # the fields of a `Chunk`, each a tensor autograd sees
+        x = Chunk(*fields)
+        keep_raw = not run.recompute and ctx.needs_input_grad[_FACTOR]  # the Gaussian's gradient needs the raw scores
+        ctx.run, ctx.kept, outs, lses = run, [], [], []
+        for _, _, c in chunk_slices(x, run.axes, run.step, x.q_content.shape[2]):
+            p, out, raw, lse = chunk_forward(tile_grids(c), run.geom, Slot.SCORES if run.recompute else None, keep_raw,
+                                             run.finite, run.exact, run.lse)
+            outs.append(out); lses.append(lse)
+            ctx.kept.append(None if run.recompute else (None if keep_raw else p, raw))  # p: rebuilt from raw
         out = torch.cat(outs, 2)
         ctx.save_for_backward(*x, out)
         trim_scratch(out.device)
-        return out
+        return (out, torch.cat(lses, 2)) if run.lse else out
 
     @staticmethod
     @once_differentiable  # under no_grad: it writes with out= and in place; a second derivative is refused
-    def backward(ctx, dout):
+    def backward(ctx, dout, dlse=None):
         *saved, out = ctx.saved_tensors
-        x, axes, geom = Chunk(*saved), ctx.axes, ctx.geom
-        need = frozenset(f for f, n in zip(Chunk._fields, ctx.needs_input_grad) if n)
+        run, x = ctx.run, Chunk(*saved)
+        need = frozenset(f for f, n in zip(Chunk._fields, ctx.needs_input_grad[1:]) if n)
         sums = None  # dense mode: every chunk adds to the gradients of all keys and values, summed transposed
-        if 'keys' not in axes: sums = tuple(x.keys.new_zeros(*x.keys.shape[:2], x.keys.shape[3], x.keys.shape[2]) for _ in range(2))
+        if 'keys' not in run.axes: sums = tuple(x.keys.new_zeros(*x.keys.shape[:2], x.keys.shape[3], x.keys.shape[2]) for _ in range(2))
         summed = ('keys', 'values') if sums else ()
         grads = Chunk(**{f: None if a is None or f in ('valid', 'mask_bias') or f not in need or f in summed else
-                             torch.empty_like(a) if f in axes else torch.zeros_like(a)  # a slice per chunk, or (shared) a sum over the chunks
+                             torch.empty_like(a) if f in run.axes else torch.zeros_like(a)  # a slice per chunk, or (shared) a sum over the chunks
                           for f, a in zip(Chunk._fields, x)})
-        for (s, n, c), kept in zip(chunk_slices(x, axes, ctx.step, out.shape[2]), ctx.kept):
+        for (s, n, c), kept in zip(chunk_slices(x, run.axes, run.step, out.shape[2]), ctx.kept):
             o1, d1, c = out.narrow(2, s, n), dout.narrow(2, s, n), tile_grids(c)
             p, raw = kept or (None, None)
-            if p is None:  # the same operations on the same inputs: the weights the forward pass had, bit for bit
-                if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, Slot.SCORES)
-                keep = 'pair_factor' in need
-                p = softmax_weights(raw, c, scratch(Slot.WEIGHTS, raw.shape, raw) if keep else None, ctx.exact)
-                raw = raw if keep else None  # the raw scores, for the Gaussian's gradient
-            for f, acc, part in zip(Chunk._fields, grads, chunk_backward(d1, c, p, o1, geom, need, raw, sums)):
+            if p is None:  # the forward pass's function on the same inputs: the weights it had, bit for bit
+                p, raw, _ = chunk_weights(c, run.geom, Slot.SCORES, 'pair_factor' in need, run.exact, raw=raw)
+            dl = None if dlse is None else dlse.narrow(2, s, n)
+            for f, acc, part in zip(Chunk._fields, grads, chunk_backward(d1, c, p, o1, run.geom, need, raw, sums, dl)):
                 if acc is None: continue
                 if f == 'grid_encodings' and c.grid_index is not None: fold_grids(acc, part, c.grid_index)  # into the one grid
-                elif f in axes: acc.narrow(axes[f], s, n).copy_(part)
+                elif f in run.axes: acc.narrow(run.axes[f], s, n).copy_(part)
                 else: acc.add_(part)
         if sums: grads = grads._replace(keys=sums[0].mT if 'keys' in need else None, values=sums[1].mT if 'values' in need else None)
         ctx.kept = [None] * len(ctx.kept)  # freed now, not when the graph goes (a second pass recomputes them)
         trim_scratch(out.device)
-        return *grads, None, None, None, None, None, None
+        return None, *grads
 
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #bdbfe17a
-def run_chunks(x: Chunk, geom: Geometry, step: int, # tiles per chunk
-                axes: dict[str, int], # the tile dimension of each field of `x` cut per tile (others: shared by the tiles)
-                recompute: bool = False, finite: bool = False, exact: bool = False
-               ) -> Tensor: # [B, H, tiles, T^n, d_H]
-    "The attention output of every tile of `x`, through one autograd node (`_Chunks`); dense mode's grids gathered per chunk (`tile_grids`)."
-    return _Chunks.apply(*x, geom, step, axes, recompute, finite, exact)
-
+def run_chunks(x: Chunk, run: ChunkRun) -> Tensor | tuple[Tensor, Tensor]: # [B, H, tiles, T^n, d_H] (and with run.lse [B, H, tiles, T^n])
+    "The attention output of every tile of `x` (and with `run.lse` each query's log-normaliser), through one autograd node (`_Chunks`)."
+    return _Chunks.apply(run, *x)

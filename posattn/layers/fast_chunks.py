@@ -101,11 +101,11 @@ def _additive(c: Chunk, like: Tensor) -> Tensor | None:
     m = m.to(like.dtype)  # a copy only where autocast made the scores narrower than the inputs
     return m if b is None else m + b
 
-def softmax_weights(a: Tensor, c: Chunk,
-             out: Tensor | None = None, # where to write; None: over `a`
-             exact: bool = False # mask by assignment, a separate pass (for scores that are not finite)
-            ) -> Tensor: # [B, H, nt, T^n, L^n]
-    "Softmax weights from the raw scores `a` of chunk `c`: times the Gaussian (factor), plus the bias, -inf outside the mask."
+def _logits(a: Tensor, c: Chunk,
+            out: Tensor | None = None, # where to write; None: over `a`
+            exact: bool = False # mask by assignment, a separate pass (for scores that are not finite)
+           ) -> Tensor: # [B, H, nt, T^n, L^n]
+    "What the softmax of chunk `c` normalises: the raw scores `a` times the Gaussian (factor), plus the bias, -inf outside the mask."
     g, valid = c.pair_factor, c.valid
     c = c.pair_bias if exact else _additive(c, a)
     o = a if out is None else out
@@ -113,31 +113,46 @@ def softmax_weights(a: Tensor, c: Chunk,
     elif c is not None: o = torch.add(a, c, out=o)
     elif out is not None: o = out.copy_(a)
     if exact and valid is not None: o.masked_fill_(~valid, float('-inf'))
-    return torch.softmax(o, -1, out=o)  # every row has a valid key
+    return o
+
+# %% ../../nbs/21d_layers.fast_chunks.ipynb #015ad701
+def chunk_weights(c: Chunk, geom: Geometry,
+                  slot: Slot | None = None, # the scratch slot for the raw scores; None: a tensor of their own
+                  keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch slot WEIGHTS
+                  exact: bool = False, # mask by assignment, a separate pass (for scores that are not finite)
+                  lse: bool = False, # also return the log of each row's normaliser
+                  raw: Tensor | None = None # the raw scores, when they were kept: not computed again
+                 ) -> tuple[Tensor, Tensor | None, Tensor | None]: # weights [B, H, nt, T^n, L^n], raw scores, log-normalisers [B, H, nt, T^n]
+    "A chunk's softmax weights: the forward pass and the backward pass's recompute both take them from here, so they agree bit for bit."
+    keep_raw = keep_raw or raw is not None
+    if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, slot)
+    o = _logits(raw, c, scratch(Slot.WEIGHTS, raw.shape, raw) if keep_raw else None, exact)
+    l = torch.logsumexp(o, -1) if lse else None  # before the softmax overwrites the logits
+    return torch.softmax(o, -1, out=o), raw if keep_raw else None, l  # every row has a valid key
 
 def chunk_forward(c: Chunk, geom: Geometry,
                    slot: Slot | None = None, # the scratch slot for the weights; None when they are kept
                    keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch slot WEIGHTS
                    finite: bool = False, # every value is finite (checked once per call): the plain product is exact
-                   exact: bool = False # mask by assignment (`softmax_weights`)
-                  ) -> tuple[Tensor, Tensor, Tensor | None]: # weights [B, H, nt, T^n, L^n], out, raw scores or None
+                   exact: bool = False, # mask by assignment (`chunk_weights`)
+                   lse: bool = False # also return the log of each query row's normaliser
+                  ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]: # weights [B, H, nt, T^n, L^n], out, raw scores, log-normalisers
     "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
-    raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, slot)
-    p = softmax_weights(raw, c, scratch(Slot.WEIGHTS, raw.shape, raw) if keep_raw else None, exact)
-    raw = raw if keep_raw else None
+    p, raw, l = chunk_weights(c, geom, slot, keep_raw, exact, lse)
     B, H, nt, nq, d = c.q_content.shape
     inside = None if finite else c.valid
     if c.keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
         inside = None if inside is None else inside.reshape(nt * nq, -1)
         out = weighted_sum(p.view(B, H, nt * nq, p.shape[-1]), c.values, inside, _narrow).reshape(B, H, nt, nq, d)
     else: out = weighted_sum(p, c.values, inside, _narrow)
-    return p, out if c.grid_values is None else out + _value_term(p, c.grid_values, geom), raw
+    return p, out if c.grid_values is None else out + _value_term(p, c.grid_values, geom), raw, l
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #36f9b805
 def chunk_backward(dout: Tensor, c: Chunk, p: Tensor, out: Tensor, geom: Geometry,
                     need: frozenset[str], # the fields that need a gradient (the Gaussian's and the bias's are skipped if not)
                     raw: Tensor | None = None, # the raw scores, if at hand
-                    sums: tuple[Tensor, Tensor] | None = None # dense mode: running sums [B, H, d_H, N] of the keys' and the values' gradients
+                    sums: tuple[Tensor, Tensor] | None = None, # dense mode: running sums [B, H, d_H, N] of the keys' and the values' gradients
+                    dlse: Tensor | None = None # the gradient of the log-normalisers [B, H, nt, T^n], when the call returned them
                    ) -> Chunk: # the gradients, by name; dense mode's keys and values are added to `sums` instead
     "Gradients of `chunk_forward` from the softmax weights `p` and the output."
     T, C, L, base = geom
@@ -151,7 +166,9 @@ def chunk_backward(dout: Tensor, c: Chunk, p: Tensor, out: Tensor, geom: Geometr
     if c.grid_values is not None:
         dpv, dev = _value_grads(dout, p, c.grid_values, geom)
         dp.view(B, H, nt, *T, *L).add_(dpv)
-    da = dp.sub_((dout * out).sum(-1, keepdim=True)).mul_(p)  # softmax backward
+    rows = (dout * out).sum(-1, keepdim=True)
+    if dlse is not None: rows = rows - dlse[..., None]  # d lse / d a = p: the same form as the softmax's own term
+    da = dp.sub_(rows).mul_(p)  # softmax backward
     db = da.sum_to_size(c.pair_bias.shape) if c.pair_bias is not None and 'pair_bias' in need else None
     dg = None
     if c.pair_factor is not None:
@@ -172,6 +189,7 @@ def chunk_backward(dout: Tensor, c: Chunk, p: Tensor, out: Tensor, geom: Geometr
     return Chunk(q_content=dqu, q_position=dqv, keys=dkeys, values=dvals, grid_encodings=de, pair_factor=dg,
                   pair_keys=df, pair_bias=db, grid_values=dev)
 
+# %% ../../nbs/21d_layers.fast_chunks.ipynb #0a9fb755
 def _offset_grads(da: Tensor, qv: Tensor, e: Tensor, geom: Geometry) -> tuple[Tensor, Tensor]:
     "Gradients of R = q_v E^T, skewed into place, for q_v and E, from the scores' gradient `da` [B, H, nt, *T, *L]."
     B, H, nt, nq, _ = qv.shape

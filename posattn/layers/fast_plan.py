@@ -31,11 +31,13 @@ class FastOptions:
     dense_score_cost_3d: float = 0.55  # ... and in 3-D, where a window's halos are many short runs of keys
     dense_tiles: tuple[tuple[int, ...], ...] = ((32,), (4, 1), (4, 4))  # dense tiles, preferred first, for their number of dimensions
     dense_grids: int = 2 ** 12  # most offsets all dense tiles' grids may hold (tiles x C^n) for a preferred tile
+    wide_heads: int = 32  # heads of at least this many features (a ViT's 64) take wide_dense_tiles in dense mode
+    wide_dense_tiles: tuple[tuple[int, ...], ...] = ((7, 7),)  # their dense tiles, about this size per dimension, balanced to pad least
 
     def __post_init__(self):
         if self.recompute not in (True, False, None):
             raise ValueError(f"recompute={self.recompute!r} must be True, False or None")
-        for name in ('keep_bytes', 'gpu_keep_bytes', 'budget', 'gpu_budget', 'scratch_bytes', 'gpu_scratch_bytes', 'dense_grids'):
+        for name in ('keep_bytes', 'gpu_keep_bytes', 'budget', 'gpu_budget', 'scratch_bytes', 'gpu_scratch_bytes', 'dense_grids', 'wide_heads'):
             check_int(name, getattr(self, name), low=0)
         for name in ('copy_cost', 'tile_cost', 'dense_score_cost', 'dense_score_cost_1d', 'dense_score_cost_3d'):
             x = getattr(self, name)
@@ -43,8 +45,9 @@ class FastOptions:
                 raise ValueError(f"{name}={x!r} must be a number >= 0")
         if not self.tiles or any(check_int('tiles', t) < 1 for t in self.tiles):
             raise ValueError(f"tiles={self.tiles!r} must hold at least one positive tile size")
-        if any(not t or any(check_int('dense_tiles', s) < 1 for s in t) for t in self.dense_tiles):
-            raise ValueError(f"dense_tiles={self.dense_tiles!r} must hold tiles of positive sizes, one per dimension")
+        for name in ('dense_tiles', 'wide_dense_tiles'):
+            if any(not t or any(check_int(name, s) < 1 for s in t) for t in getattr(self, name)):
+                raise ValueError(f"{name}={getattr(self, name)!r} must hold tiles of positive sizes, one per dimension")
 
 # %% ../../nbs/21b_layers.fast_plan.ipynb #628506ab
 _OPTIONS: contextvars.ContextVar[FastOptions] = contextvars.ContextVar('fast_options', default=FastOptions())
@@ -90,22 +93,32 @@ def _plan_cost(p: FastPlan, o: FastOptions | None = None) -> float:
 
 
 # %% ../../nbs/21b_layers.fast_plan.ipynb #93976ea5
-def fast_plan(structure_size: Sequence[int], span_size: Sequence[int]) -> FastPlan:
+def fast_plan(structure_size: Sequence[int], span_size: Sequence[int],
+              head_features: int = 8 # d_H: heads of FastOptions.wide_heads features or more take the wide dense tiles
+             ) -> FastPlan:
     "The tiling `attend_fast` uses for `structure_size` under the window `span_size`: the cheapest window plan, or the dense one where that costs no more."
-    return _plan(tuple(structure_size), tuple(span_size), current_fast_options())
+    o = current_fast_options()
+    return _plan(tuple(structure_size), tuple(span_size), o, head_features >= o.wide_heads)
 
 @functools.lru_cache(maxsize=256)  # every layer of every step asks again: the search (hundreds of tiles in 2-D) runs once per key
-def _plan(S: tuple, W: tuple, o: FastOptions) -> FastPlan:
-    "`fast_plan` for one structure, window and set of options."
+def _plan(S: tuple, W: tuple, o: FastOptions, wide: bool = False) -> FastPlan:
+    "`fast_plan` for one structure, window, set of options and width of heads."
     reach = tuple(min((w - 1) // 2, s - 1) for w, s in zip(W, S))
     options = [[t for t in o.tiles if t + 2 * h < s] + [s] for s, h in zip(S, reach)]  # s: not tiled
     cost = functools.partial(_plan_cost, o=o)
-    best, dense = min((_window_plan(S, reach, T) for T in itertools.product(*options)), key=cost), _dense_plan(S, reach, o)
+    best, dense = min((_window_plan(S, reach, T) for T in itertools.product(*options)), key=cost), _dense_plan(S, reach, o, wide)
     return best if best.tile != S and cost(best) < cost(dense) else dense
 
-def _dense_plan(S, reach, o: FastOptions | None = None) -> FastPlan:
-    "The dense plan: the first of `dense_tiles` (of `o`, the current options) for len(S) dimensions whose grids of offsets fit `dense_grids`, else the last."
+def _balanced(S, T) -> tuple[int, ...]:
+    "A tile of about T per dimension that pads least: round(S / T) tiles (at least one) cover S."
+    return tuple(-(-s // max(1, round(s / t))) for s, t in zip(S, T))
+
+def _dense_plan(S, reach, o: FastOptions | None = None, wide: bool = False) -> FastPlan:
+    "The dense plan: for wide heads the balanced `wide_dense_tiles` of len(S) dimensions; else the first of `dense_tiles` whose grids of offsets fit `dense_grids`, else the last."
     o = o or current_fast_options()
+    if wide and (T := [t for t in o.wide_dense_tiles if len(t) == len(S)]):
+        T = _balanced(S, T[0])
+        return FastPlan('dense', T, tuple(-(-s // t) for s, t in zip(S, T)), S, (0,) * len(S), reach)
     for T in [t for t in o.dense_tiles if len(t) == len(S)] or [(2,) * len(S)]:
         T = tuple(min(t, s) for t, s in zip(T, S))
         tiles = tuple(-(-s // t) for s, t in zip(S, T))
