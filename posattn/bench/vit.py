@@ -18,8 +18,8 @@ from torch import nn, Tensor
 from ..core.checks import check_choice, check_int
 from ..core.geometry import relative_size
 from ..core.runtime import keep_freed_memory, resolve_device
-from ..layers.fast_plan import fast_plan
-from .layer import CASE_KINDS, failure_status, in_child, limit_memory, optional, peak_mb, sync, timed
+from ..layers.fast_plan import current_fast_options, fast_plan
+from .layer import CASE_KINDS, failure_status, in_child, limit_memory, peak_mb, timed
 
 # %% ../../nbs/47d_bench.vit.ipynb #7fb0316f
 VIT_SHAPES = {  # name -> timm's model and the side of its images
@@ -49,14 +49,12 @@ def vit_model(shape: str, # a key of VIT_SHAPES
 
 # %% ../../nbs/47d_bench.vit.ipynb #3b5033a9
 def _vit_dims(shape: str) -> dict:
-    "Tokens, grid, width, heads and depth of `shape`'s model, read from timm's configuration without building it."
-    import timm
+    "Tokens, grid, width, heads and depth of `shape`'s model, read from timm's name for it (small: 384, base: 768; heads of 64)."
     name, side = VIT_SHAPES[shape]
-    cfg = timm.models.get_pretrained_cfg(name)
     width = dict(small=384, base=768)[name.split('_')[1]]
     patch = int(name.split('patch')[1].split('_')[0])
     g = side // patch
-    return dict(grid=(g, g), tokens=g * g + 1, d=width, heads=width // 64, depth=12, mlp=4 * width, patch=patch, input=cfg.input_size)
+    return dict(grid=(g, g), tokens=g * g + 1, d=width, heads=width // 64, depth=12, mlp=4 * width, patch=patch)
 
 def vit_macs(shape: str, encoding: str) -> dict:
     "Multiply-adds per image of one block's parts, the least its positional term needs, and what `fast`'s plan computes."
@@ -267,7 +265,6 @@ def _profile_lines(cases) -> list[str]:
 
 def _why(c: dict, name: str) -> str:
     "What limits `name`'s training step in case `c`, from the plan and the options: the layer alone, the arithmetic, kept or recomputed weights."
-    from posattn.layers.fast_plan import current_fast_options
     if name in ('none', 'rope'): return "the same fused kernel as timm's; the spread of the rounds (in brackets) is the machine's"
     m, dims = vit_macs(c['shape'], 'siren'), _vit_dims(c['shape'])
     plan = fast_plan(dims['grid'], relative_size(dims['grid']), dims['d'] // dims['heads'])
