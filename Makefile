@@ -25,7 +25,7 @@ LAB_PORT ?= 8888
 # The documentation site: every notebook executed (long cells skipped, and marked), with the API reference.
 DOCS_JOBS ?= 2
 
-.PHONY: setup demo test install-check export readme check-sync docs docs-check reproduce tables study open-questions vit study-3d bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
+.PHONY: setup demo test install-check export readme check-sync docs docs-check reproduce tables study open-questions vit grid study-3d bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
@@ -196,6 +196,22 @@ vit: $(STAMP)
 	$(BIN)/papermill --cwd nbs nbs/study_vit.ipynb results/vit/study_vit.ipynb
 	@echo "vit: tables in results/vit/tables/, figure figures/vit/vit_positions.png"
 
+# `make grid [JOBS=2]`: one model at every grid (nbs/study_grid.ipynb). Through the sweep, checkpoints kept under
+# results/grid/: the ViT of `make vit` with timm's absolute embedding, SIREN, the span, the relative-bias table and RoPE
+# (the paper's five RandomStates), and the probe at 3e-4 with SIREN, the bias table, RoPE and no positions (nine). Then
+# every run is evaluated at other sizes and aspects, SIREN and the span under both coordinate choices
+# (posattn.experiment.evaluate, answers stored beside each run): tables in results/grid/tables/, figure
+# figures/grid/grid_sizes.png. About 6 CPU-hours on this machine's CPUs, resumable.
+GRID_VIT ?= vit_abs_2d vit_siren_2d vit_span_2d vit_rel_bias_2d vit_rope_2d
+GRID_PROBE ?= siren_2d rel_bias_2d rope_2d none_2d
+grid: $(STAMP)
+	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
+	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
+	$(BIN)/python -m posattn.sweep --profile vit --treatments $(GRID_VIT) --results-dir results/grid --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments $(GRID_PROBE) -p lr=0.0003 --results-dir results/grid --jobs $(JOBS)
+	$(BIN)/papermill --cwd nbs nbs/study_grid.ipynb results/grid/study_grid.ipynb
+	@echo "grid: tables in results/grid/tables/, figure figures/grid/grid_sizes.png"
+
 # `make study-3d [JOBS=2]`: the n-D claim on 3-D data (nbs/study_3d.ipynb): the 3-D probe (4x4x4 volumes) and moving
 # digits (4x4x4 clips), each with SIREN and the span over 3-D offsets, the other encodings in 3-D, no positions, and
 # siren_2d and siren_1d on the frames side by side and flattened, nine RandomStates at 3e-4; the SIREN treatments
@@ -216,7 +232,7 @@ study-3d: $(STAMP)
 # the whole classifier per treatment, input size and thread count against the fused-attention floor, and a profile;
 # writes results/bench/train.{json,md} and figures/train_throughput.png. Then converted timm ViTs against timm's own (issue 48):
 # results/bench/vit.{json,md} and figures/vit_step.png (about 40 minutes). Finished cases are kept: delete a JSON to re-measure.
-# `make gpu-check`: the device check (scripts/gpu_check.py, the command line of posattn.bench.device). On a machine with a GPU: the quick pass (under a minute),
+# `make gpu-check`: the device check (scripts/gpu_check.py, the command line of posattn.bench.device). On a machine with a GPU: the quick pass (about a minute and a half),
 # then WARM processes that compile the fused versions' kernels into Triton's and Inductor's on-disk caches (at most 2
 # minutes), then the full check (about 5 minutes), writing results/bench/gpu.json and gpu.md. Without one: the CPU pass at small
 # sizes (what CI runs), written to results/bench/gpu-cpu.json, which is not versioned. GPU machines without this venv

@@ -6,10 +6,10 @@ Docs: https://posattn.github.io/posattn/bench.report.html.md"""
 
 # %% auto #0
 __all__ = ['FLOORS', 'FAST_TARGETS', 'TRAIN_TARGETS', 'TRAIN_MEMORY_TARGET', 'PLAN_TARGET', 'PAGES', 'NOT_PAGES', 'summary_rows',
-           'summary_table', 'encodings_table', 'target_line', 'summary_markdown', 'plot_cases', 'train_name',
-           'train_rows', 'train_table', 'train_ratio_table', 'train_target_lines', 'train_summary_markdown',
-           'train_over_floor', 'plot_train', 'learned_window_cases', 'window_time_rows', 'versions_page', 'fast_page',
-           'encodings_page', 'train_page', 'plans_page', 'write_pages', 'stale_pages']
+           'num_cell', 'summary_table', 'encodings_table', 'target_met', 'target_line', 'summary_markdown',
+           'plot_cases', 'train_name', 'train_rows', 'train_table', 'train_ratio_table', 'train_target_lines',
+           'train_summary_markdown', 'train_over_floor', 'plot_train', 'learned_window_cases', 'window_time_rows',
+           'versions_page', 'fast_page', 'encodings_page', 'train_page', 'plans_page', 'write_pages', 'stale_pages']
 
 # %% ../../nbs/47c_bench.report.ipynb #4db2a508
 import filecmp, json, statistics, tempfile
@@ -62,7 +62,10 @@ def summary_rows(cases: Sequence[dict] # results of `measure`, as `run_cases` wr
     return rows
 
 # %% ../../nbs/47c_bench.report.ipynb #ce7cafb3
-def _num(x, spec: str) -> str: return '' if x is None else format(x, spec)
+def num_cell(x, spec: str) -> str:
+    "A table's number: `x` formatted by `spec`, or '' where nothing was measured (None); the reports and the device check write their numbers here."
+    return '' if x is None else format(x, spec)
+
 def _ratio(a, b): return a / b if a is not None and b else None
 
 def _trial_ratios(a: dict | None, b: dict | None, field: str) -> list[float]:
@@ -77,7 +80,7 @@ def _over(a: dict | None, b: dict | None, field: str):
 
 def _time_cell(m: dict | None) -> str:
     "A table's time: seconds, or the status's first word when the case did not run ('' without a case)."
-    return _num(_ok(m, 'time_s'), '.3f') or (m['status'].split(':')[0] if m else '')
+    return num_cell(_ok(m, 'time_s'), '.3f') or (m['status'].split(':')[0] if m else '')
 
 def summary_table(rows: dict, # `summary_rows`
                   versions: Sequence[str], # a time and a memory column each, in this order
@@ -86,8 +89,8 @@ def summary_table(rows: dict, # `summary_rows`
     "A Markdown table: per (structure, batch, window) each version's time and peak memory, then the ratios."
     head = (['structure', 'batch', 'window'] + [f'{v} s' for v in versions] + [f'{v} MB' for v in versions]
             + [f'{a}/{b} time' for a, b in ratios] + [f'{a}/{b} mem' for a, b in ratios])
-    cells = lambda vs: ([_time_cell(vs.get(v)) for v in versions] + [_num(_ok(vs.get(v), 'peak_mb'), '.0f') for v in versions]
-                        + [_num(_over(vs.get(a), vs.get(b), f), '.2f') for f in ('time_s', 'peak_mb') for a, b in ratios])
+    cells = lambda vs: ([_time_cell(vs.get(v)) for v in versions] + [num_cell(_ok(vs.get(v), 'peak_mb'), '.0f') for v in versions]
+                        + [num_cell(_over(vs.get(a), vs.get(b), f), '.2f') for f in ('time_s', 'peak_mb') for a, b in ratios])
     return markdown_table(head, [[S, str(batch), w, *cells(vs)] for (S, batch, w), vs in rows.items()])
 
 # %% ../../nbs/47c_bench.report.ipynb #a981228f
@@ -96,9 +99,9 @@ def encodings_table(cases: Sequence[dict] # results of `measure` with several `p
     "A Markdown table: per encoding, structure, batch and window the time and peak memory, and the time over SIREN's and over sdpa's."
     key = lambda c: (c.get('pe', 'siren'), _label(c['structure_size']), c['batch'], _window(c['span_size'], c['structure_size']))
     runs, floors = {key(c): c for c in cases if c['version'] not in FLOORS}, _floor_cases(cases)
-    lines = [[pe, S, b, w, c['version'], _time_cell(c), _num(_ok(c, 'peak_mb'), '.0f'),
-              _num(_over(c, runs.get(('siren', S, b, w)), 'time_s'), '.2f'),
-              _num(_ratio(_ok(c, 'time_s'), _mean(floors.get((FLOORS[0], S, b), []), 'time_s')), '.2f')]
+    lines = [[pe, S, b, w, c['version'], _time_cell(c), num_cell(_ok(c, 'peak_mb'), '.0f'),
+              num_cell(_over(c, runs.get(('siren', S, b, w)), 'time_s'), '.2f'),
+              num_cell(_ratio(_ok(c, 'time_s'), _mean(floors.get((FLOORS[0], S, b), []), 'time_s')), '.2f')]
              for (pe, S, b, w), c in runs.items()]
     head = ['encoding', 'structure', 'batch', 'window', 'version', 'time s', 'peak MB', 'time / siren', 'time / sdpa']
     return markdown_table(head, lines)
@@ -106,10 +109,13 @@ def encodings_table(cases: Sequence[dict] # results of `measure` with several `p
 # %% ../../nbs/47c_bench.report.ipynb #5349f978
 _FIELDS = dict(time_s='time', peak_mb='peak memory')
 
+def target_met(value: float, limit: float, strict: bool = False) -> bool:
+    "Whether a measured value meets its target: at most `limit`, or below it when `strict`; the reports' and the device check's targets are judged here."
+    return value < limit if strict else value <= limit
+
 def _against(r: float, limit: float, strict: bool = False, note: str = '') -> str:
     "A measured ratio against its target (`note` before the limit), and met or NOT met."
-    met = r < limit if strict else r <= limit
-    return f"{r:.2f} ({note}target {'below' if strict else 'at most'} {limit:.2f}): {'met' if met else 'NOT met'}"
+    return f"{r:.2f} ({note}target {'below' if strict else 'at most'} {limit:.2f}): {'met' if target_met(r, limit, strict) else 'NOT met'}"
 
 def target_line(rows: dict, # `summary_rows`
                 target: dict # ratio=(a, b), field ('time_s' or 'peak_mb'), limit, structure, batch; window (None: every window); strict
@@ -232,7 +238,7 @@ def _windows(c: dict) -> str:
 def _ratio_cell(c: dict, floor: dict | None, field: str) -> str:
     "The ratio to the floor, followed by the range over the trials when there were several."
     rs, r = _trial_ratios(c, floor, field), _over(c, floor, field)
-    return _num(r, '.2f') + (f' ({min(rs):.2f}-{max(rs):.2f})' if len(rs) > 1 and c is not floor else '')
+    return num_cell(r, '.2f') + (f' ({min(rs):.2f}-{max(rs):.2f})' if len(rs) > 1 and c is not floor else '')
 
 def train_table(rows: dict # `train_rows`
                ) -> str:
@@ -241,8 +247,8 @@ def train_table(rows: dict # `train_rows`
     lines = []
     for (size, threads), ms in rows.items():
         floor = ms.get(TRAIN_FLOOR)
-        lines += [[size, str(threads), name, _windows(c), _time_cell(c), _num(_ok(c, 'images_per_s'), '.1f'),
-                   _ratio_cell(c, floor, 'time_s'), _num(_ok(c, 'peak_mb'), '.0f'), _ratio_cell(c, floor, 'peak_mb')]
+        lines += [[size, str(threads), name, _windows(c), _time_cell(c), num_cell(_ok(c, 'images_per_s'), '.1f'),
+                   _ratio_cell(c, floor, 'time_s'), num_cell(_ok(c, 'peak_mb'), '.0f'), _ratio_cell(c, floor, 'peak_mb')]
                   for name, c in ms.items()]
     return markdown_table(head, lines)
 
@@ -254,8 +260,8 @@ def train_ratio_table(rows: dict # `train_rows`
     for (size, threads), ms in rows.items():
         floor = ms.get(TRAIN_FLOOR)
         ratios = [_over(ms[n], floor, 'time_s') if n in ms else None for n in names]
-        lines.append([size, str(threads), _num(_ok(floor, 'images_per_s'), '.1f')]
-                     + [_num(r, '.2f') + ('x' if r else '') for r in ratios])
+        lines.append([size, str(threads), num_cell(_ok(floor, 'images_per_s'), '.1f')]
+                     + [num_cell(r, '.2f') + ('x' if r else '') for r in ratios])
     return markdown_table(['input', 'threads', 'floor images / s', *names], lines)
 
 # %% ../../nbs/47c_bench.report.ipynb #a921af2f

@@ -13,7 +13,7 @@ from numbers import Integral, Real
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .geometry import normalise, relative_offsets, relative_size
+from .geometry import check_reference_size, normalise, relative_offsets, relative_size, scale_size
 
 # %% ../../nbs/03_core.span.ipynb #43980d5a
 SIGMA_MIN = 1e-6  # |sigma| is held at least this large: below it G is already the limit sigma -> 0
@@ -34,7 +34,9 @@ def _read_sigma(sigma: Tensor) -> list[float]:
 
 def span_size(sigma: Tensor, # [n]
               threshold: float, # t in [0, 1); 0 means no threshold
-              structure_size: Sequence[int]) -> tuple[int, ...]:
+              structure_size: Sequence[int],
+              reference_size: Sequence[int] | None = None # the fixed scale's R; None: coordinates over S itself
+             ) -> tuple[int, ...]:
     "Algorithm 6: the odd window size along each dimension where G stays above `threshold`, at most 2S - 1."
     full = relative_size(structure_size)
     if threshold <= 0: return full
@@ -44,9 +46,13 @@ def span_size(sigma: Tensor, # [n]
                          "or update upstream), so its window is undefined")
     x_star = [math.sqrt(-2 * math.log(threshold)) * x for x in sig]
     return tuple(min(2 * math.ceil(x * (s - 1)) + 1, r) if math.isfinite(x) else r
-                 for x, s, r in zip(x_star, structure_size, full))
+                 for x, s, r in zip(x_star, scale_size(structure_size, reference_size), full))
 
 # %% ../../nbs/03_core.span.ipynb #81abf97a
+def _reference(reference_size, dims: int) -> tuple[int, ...] | None:
+    "A module's fixed reference size, checked (None: the paper's coordinates)."
+    return None if reference_size is None else check_reference_size('fixed', reference_size, dims)
+
 def check_span_args(threshold: float, init_sigma: float):
     "Raise a ValueError unless `threshold` is a number in [0, 1) and `init_sigma` a finite positive number."
     real = lambda x: isinstance(x, Real) and not isinstance(x, bool)
@@ -59,25 +65,27 @@ class DifferentiableSpan(nn.Module):
     "A learned Gaussian of the relative offset (sigma per dimension) and its thresholded window."
     def __init__(self, dims: int, # positional dimensions n
                  init_sigma: float = 0.3, # initial sigma in every dimension
-                 threshold: float = 0.): # t in [0, 1); 0 means no threshold
+                 threshold: float = 0., # t in [0, 1); 0 means no threshold
+                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed'; None: the paper's coordinates
         """The differentiable span of one attention layer.
 
         dims: positional dimensions n, one sigma each; init_sigma: initial sigma in every dimension (default 0.3,
-        a finite positive number); threshold: t in [0, 1) that cuts the window, 0 for no window (default)."""
+        a finite positive number); threshold: t in [0, 1) that cuts the window, 0 for no window (default);
+        reference_size: offsets over this fixed size instead of the grid at hand (None, the paper's)."""
         if isinstance(dims, bool) or not isinstance(dims, Integral) or dims < 1:
             raise ValueError(f"dims={dims!r} must be a positive integer")
         check_span_args(threshold, init_sigma)
         super().__init__()
-        self.threshold = threshold
+        self.threshold, self.reference_size = threshold, _reference(reference_size, dims)
         self.sigma = nn.Parameter(torch.full((dims,), float(init_sigma)))
 
     def span_size(self, structure_size: Sequence[int]) -> tuple[int, ...]:
         "SpanSize of the current sigma for `structure_size`."
-        return span_size(self.sigma, self.threshold, structure_size)
+        return span_size(self.sigma, self.threshold, structure_size, self.reference_size)
 
     def forward(self, offsets: Tensor, structure_size: Sequence[int]) -> Tensor:
         "The Gaussian at the integer `offsets` [..., n]."
-        return gaussian(offsets, structure_size, self.sigma)
+        return gaussian(offsets, scale_size(structure_size, self.reference_size), self.sigma)
 
     def extra_repr(self) -> str: return f"sigma={self.sigma.tolist()}, threshold={self.threshold}"
 
@@ -86,16 +94,17 @@ class CovarianceSpan(nn.Module):
     "A learned Gaussian of the offset with a full covariance L L^T, and the smallest window that holds its ellipse."
     def __init__(self, dims: int, # positional dimensions n
                  init_sigma: float = 0.3, # initial sigma in every dimension: L = init_sigma * I
-                 threshold: float = 0.): # t in [0, 1); 0 means no threshold
+                 threshold: float = 0., # t in [0, 1); 0 means no threshold
+                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed'; None: the paper's coordinates
         """The differentiable span with a general covariance (L lower-triangular, positive diagonal).
 
         dims: positional dimensions n; init_sigma: the starting L = init_sigma * I, today's span (0.3); threshold: t in
-        [0, 1) that cuts the window, 0 for no window (default)."""
+        [0, 1) that cuts the window, 0 for no window (default); reference_size: as DifferentiableSpan's."""
         if isinstance(dims, bool) or not isinstance(dims, Integral) or dims < 1:
             raise ValueError(f"dims={dims!r} must be a positive integer")
         check_span_args(threshold, init_sigma)
         super().__init__()
-        self.threshold = threshold
+        self.threshold, self.reference_size = threshold, _reference(reference_size, dims)
         self.factor = nn.Parameter(torch.eye(dims) * float(init_sigma))  # only its lower triangle is used
 
     def cholesky(self) -> Tensor:
@@ -109,12 +118,13 @@ class CovarianceSpan(nn.Module):
 
     def span_size(self, structure_size: Sequence[int]) -> tuple[int, ...]:
         "SpanSize: the smallest window holding the thresholded ellipse."
-        return span_size(self.sigma, self.threshold, structure_size)
+        return span_size(self.sigma, self.threshold, structure_size, self.reference_size)
 
     def forward(self, offsets: Tensor, structure_size: Sequence[int]) -> Tensor:
         "The Gaussian exp(-|L^-1 x|^2 / 2) at the integer `offsets` [..., n]."
         L = self.cholesky()
         inv = torch.linalg.solve_triangular(L, torch.eye(len(L), dtype=L.dtype, device=L.device), upper=False)
-        return torch.exp(-0.5 * (normalise(offsets, structure_size, L.dtype) @ inv.T).square().sum(-1))
+        x = normalise(offsets, scale_size(structure_size, self.reference_size), L.dtype)
+        return torch.exp(-0.5 * (x @ inv.T).square().sum(-1))
 
     def extra_repr(self) -> str: return f"L={self.cholesky().tolist()}, threshold={self.threshold}"

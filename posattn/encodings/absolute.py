@@ -11,6 +11,7 @@ __all__ = ['SinusoidalPositions', 'LearnedPositions']
 import math
 from typing import Sequence
 import torch
+import torch.nn.functional as F
 from torch import nn, Tensor
 from .siren import sinusoids
 from ..core.checks import check_int, check_positive
@@ -49,6 +50,18 @@ def _check_tokens(x: Tensor, structure_size, dims: int, d: int):
         raise ValueError(f"x must be [B, N={math.prod(S)}, d={d}] for structure_size={S}; got {tuple(x.shape)}")
 
 # %% ../../nbs/12_encodings.absolute.ipynb #7f3b2bf6
+_RESAMPLE = {1: 'linear', 2: 'bicubic', 3: 'trilinear'}  # timm's bicubic for images; PyTorch's linear modes otherwise
+
+def _resampled(table: Tensor, # [*S, d]
+               structure_size: tuple[int, ...]) -> Tensor: # [*structure_size, d]
+    "`table` resampled to `structure_size`: F.interpolate with timm's settings (bicubic, antialiased, in float32) in 2-D."
+    if len(structure_size) not in _RESAMPLE:
+        raise ValueError(f"structure_size={list(structure_size)}: a learned table resamples in 1 to 3 dimensions")
+    mode = _RESAMPLE[len(structure_size)]
+    x = table.float().movedim(-1, 0)[None]  # [1, d, *S]
+    y = F.interpolate(x, size=structure_size, mode=mode, align_corners=False, antialias=mode == 'bicubic')
+    return y[0].movedim(0, -1).to(table.dtype)
+
 class LearnedPositions(nn.Module):
     "A learned vector per position of a fixed structure (a table [*S, d]), added to the tokens."
     def __init__(self, structure_size: Sequence[int], # S: the table has one entry per position
@@ -61,11 +74,13 @@ class LearnedPositions(nn.Module):
         self.table = nn.Parameter(nn.init.trunc_normal_(torch.empty(*S, d), std=init_std, a=-2 * init_std, b=2 * init_std))
 
     def encodings(self, structure_size: Sequence[int]) -> Tensor: # [N, d]
-        "The learned code of every token; `structure_size` must be the table's."
-        if tuple(structure_size) != self.structure_size:
-            raise ValueError(f"structure_size={list(structure_size)} differs from the learned table's "
-                             f"{list(self.structure_size)}: a learned table serves one structure only")
-        return self.table.reshape(-1, self.d)
+        "The learned code of every token: the table itself, or resampled to another grid as timm resamples its own."
+        S = tuple(structure_size)
+        if len(S) != self.dims:
+            raise ValueError(f"structure_size={list(S)} has {len(S)} dimension(s); this learned table was built over "
+                             f"{list(self.structure_size)}, {self.dims}-D, and resamples only to {self.dims}-D grids")
+        if S == self.structure_size: return self.table.reshape(-1, self.d)
+        return _resampled(self.table, S).reshape(-1, self.d)
 
     def forward(self, x: Tensor, # tokens [B, N, d]
                 structure_size: Sequence[int]) -> Tensor: # [B, N, d]

@@ -14,7 +14,7 @@ import torch
 from torch import nn, Tensor
 from .terms import PositionTerms, check_max_offset, learned_table, table_index, table_size
 from ..core.checks import check_int
-from ..core.geometry import normalise
+from ..core.geometry import check_reference_size, normalise, scale_size
 
 # %% ../../nbs/14_encodings.bias.ipynb #5a415c57
 def t5_bucket(offsets: Tensor, # integer offsets [..., 1] (key minus query)
@@ -66,12 +66,14 @@ class ContinuousBias(nn.Module):
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer (unused: the bias is a scalar)
                  heads: int = 8, # H: one output per head
-                 hidden: int = 64): # width of the hidden layer
+                 hidden: int = 64, # width of the hidden layer
+                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed'; None: over the grid at hand
         super().__init__()
         hidden = check_int('hidden', hidden)
         self.mlp = nn.Sequential(nn.Linear(dims, hidden), nn.ReLU(), nn.Linear(hidden, heads))
+        self.reference_size = None if reference_size is None else check_reference_size('fixed', reference_size, dims)
 
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "The bias slot: b_h(delta) [..., H] from the normalised offset."
-        S = tuple(structure_size)
-        return PositionTerms(bias=lambda off: self.mlp(normalise(off, S, self.mlp[0].weight.dtype)))
+        R = scale_size(structure_size, self.reference_size)
+        return PositionTerms(bias=lambda off: self.mlp(normalise(off, R, self.mlp[0].weight.dtype)))

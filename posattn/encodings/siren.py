@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.checks import check_choice, check_int, check_positive
-from ..core.geometry import normalise, relative_offsets, relative_size
+from ..core.geometry import check_reference_size, normalise, relative_offsets, relative_size, scale_size
 
 # %% ../../nbs/10_encodings.siren.ipynb #da965932
 def sinusoids(x: Tensor, # positions [...]
@@ -27,19 +27,23 @@ def sinusoids(x: Tensor, # positions [...]
 class BaselineEncoding(nn.Module):
     "Algorithm 3: sinusoids of the uncentred relative positions, then a linear layer d_s -> d."
     def __init__(self, d: int = 64, # output features
-                 d_s: int = 64): # sinusoidal features, even
+                 d_s: int = 64, # sinusoidal features, even
+                 reference_size: Sequence[int] | None = None): # [R]: positions counted from R - 1, on any grid
         """The sinusoidal baseline encoding (1-D only).
 
-        d: output features (default 64); d_s: sinusoidal features before the linear layer, even (default 64)."""
+        d: output features (default 64); d_s: sinusoidal features before the linear layer, even (default 64);
+        reference_size: [R], read x = delta + R - 1 on any sequence (None: delta + N - 1, the paper's)."""
         d, d_s = check_int('d', d), check_int('d_s', d_s)
         if d_s % 2: raise ValueError(f"d_s={d_s} must be even: sine and cosine come in pairs")
         super().__init__()
         self.d_s, self.linear = d_s, nn.Linear(d_s, d)
+        self.reference_size = None if reference_size is None else check_reference_size('fixed', reference_size, 1)
 
     def forward(self, offsets: Tensor, # integer offsets [..., 1]
                 structure_size: Sequence[int]) -> Tensor: # [..., d]
         "Encodings of the relative `offsets` in a sequence of length `structure_size[0]`."
-        x = (offsets[..., 0] + structure_size[0] - 1).to(self.linear.weight.dtype)  # x = delta + N - 1
+        N = scale_size(structure_size, self.reference_size)[0]
+        x = (offsets[..., 0] + N - 1).to(self.linear.weight.dtype)  # x = delta + N - 1
         return self.linear(sinusoids(x, self.d_s))
 
 # %% ../../nbs/10_encodings.siren.ipynb #3c3e6f94
@@ -54,6 +58,12 @@ def check_siren_options(learn_w0, bias_init: str, activation: str):
     if activation != 'sine' and (learn_w0 or bias_init != 'zero'):
         raise ValueError(f"activation={activation!r} has no frequencies or phases: it takes learn_w0=False and "
                          f"bias_init='zero', not learn_w0={learn_w0}, bias_init={bias_init!r}")
+
+def _relu_init(linears: Sequence[nn.Linear], he: bool):
+    "The ReLU control's layers: PyTorch's init (weights and uniform biases); with `he`, He-uniform weights, the last layer's at SIREN's output scale."
+    for lin in linears: lin.reset_parameters()
+    if he:
+        for lin in linears: nn.init.kaiming_uniform_(lin.weight, nonlinearity='relu' if lin is not linears[-1] else 'linear')
 
 def siren_init(linears: Sequence[nn.Linear], # SIREN's layers, first to last
                w0: float, # frequency of the hidden sines
@@ -82,19 +92,21 @@ class SirenEncoding(nn.Module):
                  w0_initial: float = 10., # frequency of the first sine
                  learn_w0: bool = False, # learn both frequencies (from w0 and w0_initial), kept positive
                  bias_init: str = 'zero', # the sine layers' biases: 'zero' (the paper) or 'phase' (uniform phases)
-                 activation: str = 'sine'): # 'sine' (SIREN), 'relu' or 'relu_he' (ReLUs: PyTorch's or He's init)
+                 activation: str = 'sine', # 'sine' (SIREN), 'relu' or 'relu_he' (ReLUs: PyTorch's or He's init)
+                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed'; None: over the grid at hand
         """The SIREN relative positional encoding.
 
-        n: positional dimensions; d: output features (default 64); hidden: width of the hidden layers (64); layers: L,
-        linear layers in all, at least 2 (3); w0: frequency of the hidden sines (10); w0_initial: frequency of the
-        first sine (10); learn_w0: learn both frequencies, starting from w0 and w0_initial, kept positive (False);
-        bias_init: the sine layers' biases, 'zero' or 'phase' ('zero'); activation: 'sine', 'relu' or 'relu_he' ('sine')."""
+        n: positional dimensions; d: output features (64); hidden: width of the hidden layers (64); layers: L, linear
+        layers in all, at least 2 (3); w0, w0_initial: frequencies of the hidden and first sines (10); learn_w0: learn
+        both, kept positive (False); bias_init: the sine layers' biases, 'zero' or 'phase' ('zero'); activation: 'sine',
+        'relu' or 'relu_he' ('sine'); reference_size: read delta / (R - 1) on any grid (None: delta / (S - 1))."""
         n, d, hidden = check_int('n', n), check_int('d', d), check_int('hidden', hidden)
         layers = check_int('layers', layers, low=2)  # a first and a last layer
         w0, w0_initial = check_positive('w0', w0), check_positive('w0_initial', w0_initial)
         check_siren_options(learn_w0, bias_init, activation)
         super().__init__()
         self.w0, self.w0_initial, self.bias_init, self.activation = w0, w0_initial, bias_init, activation  # w0s: the init's scale
+        self.reference_size = None if reference_size is None else check_reference_size('fixed', reference_size, n)
         if learn_w0:  # as logarithms: always positive, and a step changes them by a factor, not an amount
             self.log_w0, self.log_w0_initial = (nn.Parameter(torch.tensor(math.log(w))) for w in (w0, w0_initial))
         widths = [n] + [hidden] * (layers - 1) + [d]
@@ -104,15 +116,13 @@ class SirenEncoding(nn.Module):
     def reset_parameters(self):
         "SIREN's initialisation (DECISIONS.md#initialisation); with 'relu', PyTorch's; with 'relu_he', He's."
         if self.activation == 'sine': return siren_init(self.linears, self.w0, self.w0_initial, self.bias_init)
-        for lin in self.linears: lin.reset_parameters()  # weights and uniform biases
-        if self.activation == 'relu_he':  # He-uniform ReLU layers and SIREN's last layer: SIREN's output scale
-            for lin in self.linears: nn.init.kaiming_uniform_(lin.weight, nonlinearity='relu' if lin is not self.linears[-1] else 'linear')
+        _relu_init(self.linears, he=self.activation == 'relu_he')
 
     def forward(self, offsets: Tensor, # integer offsets [..., n]
                 structure_size: Sequence[int]) -> Tensor: # [..., d]
         "Encodings of the relative `offsets` in a structure of `structure_size`."
-        h, (w0_initial, w0) = normalise(offsets, structure_size, self.linears[0].weight.dtype), self.frequencies()
-        *body, last = self.linears
+        h = normalise(offsets, scale_size(structure_size, self.reference_size), self.linears[0].weight.dtype)
+        (w0_initial, w0), (*body, last) = self.frequencies(), self.linears
         for l, lin in enumerate(body):
             h = torch.sin((w0_initial if l == 0 else w0) * lin(h)) if self.activation == 'sine' else torch.relu(lin(h))
         return last(h)
@@ -126,10 +136,13 @@ ENCODINGS = ('baseline', 'siren', 'none')
 
 def make_encoding(pe: str, # one of ENCODINGS
                   dims: int, # positional dimensions n
-                  d: int = 64, **siren_kwargs) -> nn.Module | None:
+                  d: int = 64,
+                  reference_size: Sequence[int] | None = None, # R of coordinates='fixed'
+                  **siren_kwargs) -> nn.Module | None:
     "The relative positional encoding named `pe` with `d` output features (None for 'none')."
     check_choice('pe', pe, ENCODINGS)
     if pe == 'baseline' and dims != 1:
         raise ValueError(f"pe='baseline' is one-dimensional (Algorithm 3) but dims={dims}: use pe='siren'")
     if pe == 'none': return None
-    return BaselineEncoding(d) if pe == 'baseline' else SirenEncoding(dims, d, **siren_kwargs)
+    if pe == 'baseline': return BaselineEncoding(d, reference_size=reference_size)
+    return SirenEncoding(dims, d, reference_size=reference_size, **siren_kwargs)

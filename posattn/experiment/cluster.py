@@ -6,12 +6,13 @@ Docs: https://posattn.github.io/posattn/experiment.cluster.html.md"""
 
 # %% auto #0
 __all__ = ['KINDS', 'SLURM_ONLY', 'COMMON', 'NOT_SHARED', 'STATES', 'append_jsonl', 'read_jsonl', 'attempts', 'log_tail',
-           'RunFailed', 'RunTask', 'parse_time', 'check_executor', 'make_executor', 'submit', 'stop', 'RunStatus',
-           'sacct_states', 'status', 'status_table']
+           'RunFailed', 'RunTask', 'parse_time', 'check_executor', 'make_executor', 'executor_for', 'submit', 'stop',
+           'RunStatus', 'sacct_states', 'status', 'status_table']
 
 # %% ../../nbs/45_experiment.cluster.ipynb #a04c7623
 import contextlib, json, math, os, re, shutil, signal, socket, subprocess, sys, threading, time, warnings
 from dataclasses import dataclass
+from fastcore.basics import patch
 from pathlib import Path
 from typing import Callable, Sequence
 try:
@@ -119,11 +120,6 @@ class RunTask(Checkpointable):
     def __call__(self) -> dict: return self.run_once() # what submitit calls: one attempt (`run_once`, below)
 
 # %% ../../nbs/45_experiment.cluster.ipynb #4eab75a4
-def _method(name: str | None = None):
-    "Decorator: make the function a method of RunTask (under `name`, default its own name)."
-    def deco(f): setattr(RunTask, name or f.__name__, f); return f
-    return deco
-
 def _now() -> str: return time.strftime('%Y-%m-%dT%H:%M:%S')
 
 def _child_setup(): # runs in the command's process before exec: submitit's signal is for the task, not the command
@@ -133,14 +129,14 @@ def _job_id() -> str | None: # submitit's id of the running job ('12_3' for a SL
     try: return submitit.JobEnvironment().job_id
     except Exception: return None
 
-@_method()
-def _record_start(self, n: int):
+@patch
+def _record_start(self: RunTask, n: int):
     rec = dict(event='start', attempt=n, time=_now(), host=socket.gethostname(), pid=os.getpid(), job_id=_job_id())
     rec.update({k.lower(): os.environ[k] for k in _SLURM_VARS if k in os.environ})
     append_jsonl(self.state, rec); self._attempt, self._ended, self._t0 = n, False, time.time()
 
-@_method()
-def _record_end(self, status: str, force: bool = False, **extra):
+@patch
+def _record_end(self: RunTask, status: str, force: bool = False, **extra):
     if self._ended and not force: return
     append_jsonl(self.state, dict(event='end', attempt=self._attempt, time=_now(), status=status,
                                   seconds=round(time.time() - self._t0, 3), **extra))
@@ -156,8 +152,8 @@ def _signal_group(pgid: int, sig: int = 0) -> bool: # send `sig` to a process gr
     try: os.killpg(pgid, sig); return True
     except (ProcessLookupError, PermissionError): return False
 
-@_method()
-def _stop(self):
+@patch
+def _stop(self: RunTask):
     "Stop the command and every process it started: SIGTERM to its process group, SIGKILL after `grace_s`."
     p = self._proc
     if p is None: return
@@ -169,15 +165,15 @@ def _stop(self):
             if not _signal_group(p.pid) or time.time() > deadline: break
             time.sleep(0.02)
 
-@_method()
-def _pass_turn(self):
+@patch
+def _pass_turn(self: RunTask):
     "Let the array's next task go for a slot (local executor), however this attempt goes; passing it again changes nothing."
     if not self.turn: return
     folder = Path(self.turn[0]); folder.mkdir(parents=True, exist_ok=True)
     (folder / f'turn-{int(self.turn[1]) + 1}').touch()
 
-@_method()
-def _acquire_slot(self):
+@patch
+def _acquire_slot(self: RunTask):
     "Wait for this task's turn (every earlier task has a slot or has left), then for one of the `slots`: its locked file."
     import fcntl
     if self.turn and int(self.turn[1]) > 0:
@@ -191,21 +187,21 @@ def _acquire_slot(self):
         time.sleep(0.2)
 
 # %% ../../nbs/45_experiment.cluster.ipynb #1ff65348
-@_method()
-def _on_term(self, signum, frame):
+@patch
+def _on_term(self: RunTask, signum, frame):
     "SIGTERM: stop the command, record the attempt `terminated` (if it started) and leave at once, without a result."
     self._stop()
     if self._attempt is not None: self._record_end('terminated', signal=signal.Signals(signum).name)
     self._pass_turn(); os._exit(128 + signum)
 
-@_method()
-def _no_run(self, n: int, status: str, note: str = '') -> dict:
+@patch
+def _no_run(self: RunTask, n: int, status: str, note: str = '') -> dict:
     "An attempt that does not run the command: done already (`skipped`) or held by another process (`busy`)."
     self._record_start(n); self._record_end(status, **({'note': note[:500]} if note else {}))
     return dict(name=self.name, status=status, attempt=n, seconds=0.0, **({'note': note} if note else {}))
 
-@_method()
-def _start(self, n: int):
+@patch
+def _start(self: RunTask, n: int):
     "Record the start, write the log's header, start the command (told who holds the lock, when there is one)."
     self._record_start(n); self.log.parent.mkdir(parents=True, exist_ok=True)
     holder = {self.holder_env: str(os.getpid())} if self.holder_env else {}
@@ -217,8 +213,8 @@ def _start(self, n: int):
         self._proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd,
                                       env=env, start_new_session=True, preexec_fn=_child_setup)
 
-@_method()
-def _wait(self) -> int:
+@patch
+def _wait(self: RunTask) -> int:
     "The command's exit code; on submitit's requeue or an interruption, stop it, record the attempt and raise on."
     try: return self._proc.wait()
     except SystemExit: # submitit requeues after checkpoint()
@@ -229,8 +225,8 @@ def _wait(self) -> int:
         raise
 
 # %% ../../nbs/45_experiment.cluster.ipynb #fbcb3a7c
-@_method('run_once')
-def _run_once(self) -> dict:
+@patch
+def run_once(self: RunTask) -> dict:
     "Run the command once (one attempt) unless the run is done or held; raise `RunFailed` with the log's tail if it fails."
     n = len(attempts(self.state)) + 1
     main = threading.current_thread() is threading.main_thread()
@@ -258,8 +254,8 @@ def _run_once(self) -> dict:
     self._record_end('failed', returncode=code, **note)
     raise RunFailed(f"run {self.name!r} failed: its command {why}; last lines of {self.log}:\n{log_tail(self.log)}")
 
-@_method('checkpoint')
-def _checkpoint(self, *args, **kwargs) -> DelayedSubmission:
+@patch
+def checkpoint(self: RunTask, *args, **kwargs) -> DelayedSubmission:
     "submitit's timeout/preemption hook: stop the command and resubmit this task (the command resumes from disk)."
     self._stop()
     if self._attempt is not None: self._record_end('requeued')
@@ -311,7 +307,8 @@ def check_executor(kind: str, # 'local' or 'slurm'
         folder = Path(folder).absolute()
         if shared := [r for r in NOT_SHARED if folder.is_relative_to(r)]:
             warnings.warn(f"folder={str(folder)!r} is under {shared[0]}, which is not shared between nodes: a task started "
-                          "on another node will not find its pickle (use a folder on shared storage)")
+                          "on another node will not find its pickle, and what it writes beside it (results, checkpoints, "
+                          "logs) this machine never sees (use a folder on shared storage)")
         if missing := [c for c in ('sbatch', 'srun', 'sacct') if shutil.which(c) is None]:
             raise ValueError(f"kind='slurm' needs {missing} on PATH (not found): run this on a SLURM login node")
     return o
@@ -321,7 +318,13 @@ def make_executor(kind: str, # 'local' (processes on this machine) or 'slurm' (o
                   **options # partition, gpus_per_run, cpus_per_run, mem_gb (slurm); time, array_parallelism, signal_delay_s, max_timeouts
                  ) -> submitit.Executor:
     "A submitit executor of `kind`, every option checked (`check_executor`) before anything is submitted."
-    o = check_executor(kind, folder, **options); folder = Path(folder).absolute()
+    return executor_for(kind, folder, check_executor(kind, folder, **options))
+
+def executor_for(kind: str, folder: str | Path,
+                 checked: dict # the options as `check_executor` returned them: checked once, by the caller
+                ) -> submitit.Executor:
+    "The submitit executor of `kind` with options already checked (a sweep checks before it plans, and builds after)."
+    o, folder = checked, Path(folder).absolute()
     if kind == 'local':
         ex = submitit.LocalExecutor(folder, max_num_timeout=o.get('max_timeouts', 3))
         ex.update_parameters(timeout_min=o.get('time_s', 7 * 24 * 3600) / 60, signal_delay_s=o.get('signal_delay_s', 30))

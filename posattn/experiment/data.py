@@ -153,11 +153,16 @@ def _source(dataset: str, data_root, resolution, cache_dir) -> tuple[Tensor, Ten
     x, y, names = _cached_cifar(dataset, root, resolution, cache)
     return x.float() / 255, y, names  # ToTensor's scaling
 
+def _check_resolution(dataset: str, resolution) -> int | tuple[int, ...] | None:
+    "`resolution` checked: None or an int; for the probe, drawn at its size, also one size per axis."
+    if dataset == 'probe' and isinstance(resolution, (tuple, list)): return tuple(check_int('resolution', r) for r in resolution)
+    return check_int('resolution', resolution, none=True)
+
 def load_data(dataset: str = 'digits', # one of DATASETS
               layout: str = '2d', # '2d': S = [H, W] (a volume's frames side by side: [H, T * W]); '1d': S = [H * W]; '3d': [T, H, W]
               seed: int = 9188, # the RandomState of the split
               data_root: str | Path | None = None, # ImageFolder or torchvision directory; relative to the project root
-              resolution: int | None = None, # downsample to resolution x resolution; None keeps the size
+              resolution: int | None = None, # downsample to resolution x resolution (the probe: drawn so, or (rows, columns)); None keeps the size
               train_size: int | None = None, # first images of the training part; None: all
               val_size: int | None = None, # first images of the validation part; None: all
               cache_dir: str | Path | None = None) -> Splits: # default: data/cache under the project root
@@ -166,7 +171,7 @@ def load_data(dataset: str = 'digits', # one of DATASETS
     check_choice('layout', layout, LAYOUTS)
     if dataset == 'imagefolder' and data_root is None:
         raise ValueError("dataset='imagefolder' needs data_root=PATH: a folder of 10 class folders of 32x32 RGB images")
-    resolution = check_int('resolution', resolution, none=True)
+    resolution = _check_resolution(dataset, resolution)
     x, y, names = _source(dataset, data_root, resolution, cache_dir)
     tr, va = split_indices(len(x), seed)
     tr, va = _subset(tr, train_size, 'train_size'), _subset(va, val_size, 'val_size')

@@ -109,12 +109,13 @@ def check_params(treatment: str, seed: int, profile: str,
     return cfg, {k: v for k, v in params.items() if k in RUN_OPTIONS}
 
 # %% ../../nbs/43_experiment.runner.ipynb #a595a496
-def model_for(cfg: dict, channels: int, classes: int, structure_size) -> torch.nn.Module:
+def model_for(cfg: dict, channels: int, classes: int, structure_size,
+              **overrides) -> torch.nn.Module: # options beyond the run's (an evaluation's coordinates, timm's dynamic_img_size)
     "The classifier a run of configuration `cfg` trains (its treatment, widths, span and version), freshly initialised."
     opts = dict(d=cfg['d'], heads=cfg['heads'], blocks=cfg['blocks'], ffn=cfg['ffn'], dropout=cfg['dropout'])
     if treatment_attention(cfg['treatment']) == 'positional':  # the paper's block: span and version
         opts.update(init_sigma=cfg['init_sigma'], version=cfg['version'])
-    return make_classifier(cfg['treatment'], channels, classes, structure_size, **opts)
+    return make_classifier(cfg['treatment'], channels, classes, structure_size, **opts, **overrides)
 
 def estimate_seconds(cfg: dict, steps: int = 2, probe_batch: int = 4, probe_side: int = 16,
                      n_train: int = 40_000, n_val: int = 10_000, device: str = 'cpu') -> float:

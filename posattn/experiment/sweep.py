@@ -22,7 +22,7 @@ from .identity import config_diff, mismatch_message, record_config
 from .locks import LOCK_HOLDER_ENV, RunLocked, run_lock
 from .train import check_wandb, checkpoint_diff, read_checkpoint
 from .runner import check_params
-from .cluster import (COMMON, KINDS, NOT_SHARED, SLURM_ONLY, RunStatus, RunTask, attempts, check_executor, make_executor,
+from .cluster import (COMMON, KINDS, SLURM_ONLY, RunStatus, RunTask, attempts, check_executor, executor_for,
                                         status as submission_status, status_table, stop, submit)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #25310e97
@@ -264,17 +264,6 @@ def _executor_options(executor: str, options: dict, jobs: int | None) -> dict:
         raise ValueError(f"jobs={jobs!r} is the local executor's parallelism: on SLURM use --array-parallelism")
     return o
 
-def _check_executor(executor: str, folder: Path, o: dict):
-    "check_executor, and a warning when SLURM would write the results where other nodes cannot see them."
-    shared = [r for r in NOT_SHARED if folder.parent.is_relative_to(r)]
-    if executor == 'slurm' and shared:
-        warnings.warn(f"the results folder {folder.parent} is under {shared[0]}, which is not shared between nodes: runs "
-                      f"on other nodes would write results, checkpoints and logs this machine never sees (use a "
-                      f"--results-dir on shared storage)")
-    with warnings.catch_warnings():
-        if shared: warnings.simplefilter('ignore') # check_executor would say the same of the submission folder
-        check_executor(executor, folder, **o)
-
 def _threads(params: dict, executor: str, o: dict):
     "Set each run's threads in params unless asked: locally cores // jobs, on SLURM its cpus_per_run."
     if 'threads' not in params:
@@ -316,7 +305,7 @@ def sweep(profile: str = 'cpu', # one of PROFILES
     name = f"{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
     seeds = _check(profile, treatments, seeds, 1 if jobs is None else jobs, params)
     o, folder = _executor_options(executor, dict(options or {}), jobs), submission_folder(profile, results_dir)
-    _check_executor(executor, folder, o)
+    checked = check_executor(executor, folder, **o)  # once: its warnings (a folder not shared between nodes) said once
     notebook = Path(notebook or project_root() / 'nbs' / 'run_experiment.ipynb').resolve()
     if not notebook.exists(): raise ValueError(f"notebook={str(notebook)!r} does not exist")
     if results_dir is not None: params['results_dir'] = str(Path(results_dir).resolve())
@@ -331,9 +320,7 @@ def sweep(profile: str = 'cpu', # one of PROFILES
         check_outputs([p[k] for k in ('result', 'checkpoint', 'notebook', 'log', 'curves')])
     if not todo: return report
     stamp = _stamp(folder, name, todo, params, executor, o)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore') # checked above, with the warnings that apply
-        ex = make_executor(executor, folder, **o)
+    ex = executor_for(executor, folder, checked)
     return _launch(todo, report, notebook, params=params, profile=profile, executor=ex,
                    wait=executor == 'local' if wait is None else wait, progress=progress,
                    since=stamp if params.get('force') else None)

@@ -34,13 +34,24 @@ def _unusual(attn: nn.Module) -> list[str]:
     return [name for name, plain in checks.items() if not plain]
 
 # %% ../../nbs/31_integrations.timm.ipynb #bbfeb157
+class _PatchGrid:
+    "The patch grid of the batch in flight: a hook on the patch embedding reads it from its output [B, rows, columns, d]."
+    def __init__(self, grid: Sequence[int]): self.size = tuple(grid)
+    def __call__(self, module, inputs, output: Tensor): self.size = tuple(output.shape[1:3])
+
 class TimmPositionalAttention(nn.Module):
     "Where a timm Attention was: a PositionalSelfAttention over the patch grid, the `prefix` tokens off the grid."
     def __init__(self, block: PositionalSelfAttention, # the attention, its weights carried over
-                 grid: Sequence[int], # the patch grid, (rows, columns)
+                 grid: Sequence[int] | _PatchGrid, # the patch grid, (rows, columns); or read per batch (dynamic_img_size)
                  prefix: int): # class and register tokens before the grid
         super().__init__()
-        self.block, self.grid, self.prefix = block, tuple(grid), int(prefix)
+        self.block, self.prefix = block, int(prefix)
+        self._grid = grid if isinstance(grid, _PatchGrid) else tuple(grid)
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        "The patch grid of the batch in flight: the model's own, or the last one its patch embedding made."
+        return self._grid.size if isinstance(self._grid, _PatchGrid) else self._grid
 
     def forward(self, x: Tensor, # [B, prefix + rows * columns, d], as timm's blocks hand it over
                 attn_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
@@ -79,18 +90,19 @@ def convert_vit(model: nn.Module, # a timm VisionTransformer, or a model built o
                          "timm's VisionTransformer and the models built on it")
     if grid is not None and tuple(grid) != tuple(size):
         raise ValueError(f"grid={list(grid)} does not match the patch embedding's grid {list(size)}")
-    if getattr(model, 'dynamic_img_size', False):
-        raise ValueError(f"{name} has dynamic_img_size=True, a grid per image: build it with a fixed img_size to convert it")
     for i, b in enumerate(model.blocks):
         attn = getattr(b, 'attn', None)
         if type(attn) is not Attention:
             raise ValueError(f"blocks[{i}].attn is {type(attn).__name__}, not timm's Attention: convert_vit takes that one alone")
         if odd := _unusual(attn):
             raise ValueError(f"blocks[{i}].attn has {', '.join(odd)}: the block computes plain attention, without these")
+    grid = _PatchGrid(size) if getattr(model, 'dynamic_img_size', False) else size  # a grid per batch, or the model's
+    if options.get('coordinates') == 'fixed': options.setdefault('reference_size', tuple(size))  # a patch as on the built grid
     new = [TimmPositionalAttention(_carried_over(b.attn, PositionalSelfAttention(
                b.attn.qkv.in_features, b.attn.num_heads, pe=pe, dims=len(size), span=span, threshold=threshold,
-               version=version, **options)), size, model.num_prefix_tokens) for b in model.blocks]  # all built, then swapped
+               version=version, **options)), grid, model.num_prefix_tokens) for b in model.blocks]  # all built, then swapped
     for b, attention in zip(model.blocks, new): b.attn = attention
+    if isinstance(grid, _PatchGrid): model.patch_embed.register_forward_hook(grid)
     if pos_embed == 'drop': model.pos_embed = None  # timm adds no embedding then
     return model
 
@@ -121,6 +133,7 @@ def vit_classifier(channels: int, classes: int,
                    pe: str = 'none', # 'none': timm's attention; otherwise the converted blocks' encoding
                    span: str = 'off', threshold: float = 0., # the converted blocks' span
                    pos_embed: str = 'keep', # timm's absolute position embedding: 'keep' or 'drop'
+                   dynamic_img_size: bool = False, # take images of any size (a multiple of `patch`), as timm's option
                    d: int = 64, heads: int = 8, blocks: int = 6, ffn: int = 128, dropout: float = 0.1,
                    **options) -> TimmClassifier: # the converted blocks' other arguments (init_sigma, version, ...)
     "A timm ViT of the Classifier's widths on [B, H, W, C] images; converted by `convert_vit` unless pe='none' and span='off'."
@@ -130,7 +143,7 @@ def vit_classifier(channels: int, classes: int,
         raise ValueError(f"structure_size={list(structure_size)} must be an image's (H, W), each a multiple of patch={patch}")
     vit = VisionTransformer(img_size=tuple(structure_size), patch_size=patch, in_chans=channels, num_classes=classes,
                             embed_dim=d, depth=blocks, num_heads=heads, mlp_ratio=ffn / d, drop_rate=dropout,
-                            pos_drop_rate=dropout)
+                            pos_drop_rate=dropout, dynamic_img_size=dynamic_img_size)
     if pe != 'none' or span != 'off': vit = convert_vit(vit, pe, span, threshold, pos_embed=pos_embed, **options)
     elif pos_embed == 'drop': vit.pos_embed = None
     return TimmClassifier(vit)

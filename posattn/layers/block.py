@@ -16,15 +16,14 @@ from torch import nn, Tensor
 import torch.nn.functional as F
 from ..core.attention import MultiHeadSelfAttention
 from ..core.checks import check_choice, check_int
-from ..core.geometry import check_structure_size, relative_size
+from ..core.geometry import check_reference_size, check_structure_size, relative_size
 from ..core.span import CovarianceSpan, DifferentiableSpan, check_span_args
-from ..encodings.catalogue import PAPER_ENCODINGS, make_relative, relative_terms
+from ..encodings.catalogue import PAPER_ENCODINGS, SCALED_ENCODINGS, make_relative, relative_terms
 from ..encodings.siren import check_siren_options
 from .version1 import attend_setup, attend_v1, v1_logits
 from .versions import attend_v2, attend_v3
 from .fast import attend_fast
-from .flex import FLEX_SLOTS
-import sys
+from .flex import FLEX_SLOTS, call_refusal, layout_refusal
 
 # %% ../../nbs/23_layers.block.ipynb #d6e234f2
 VERSIONS = {'v1': attend_v1, 'v2': attend_v2, 'v3': attend_v3, 'fast': attend_fast}  # portable: any device, both passes
@@ -40,8 +39,9 @@ TERMS_VERSIONS = ('v1', 'fast')  # the versions that take every slot of Position
 _SIREN_ARGS = dict(learn_w0=('learn_w0', False), bias_init=('siren_bias', 'zero'),  # the encoding's name ->
                    activation=('siren_activation', 'sine'))  # the block's, and the paper's SIREN
 
-def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version, pe='siren', siren: dict | None = None):
-    "The block's own constructor arguments, checked before anything is built."
+def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version, pe='siren',
+                      siren: dict | None = None, coordinates: str = 'structure', reference_size=None) -> tuple | None:
+    "The block's own constructor arguments, checked before anything is built; the fixed scale's reference size (or None)."
     check_span_args(threshold, init_sigma)
     check_int('dims', dims)
     check_choice('span', span, SPANS)
@@ -55,6 +55,11 @@ def _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hid
     check_siren_options(**siren)
     if threshold > 0 and span == 'off':
         raise ValueError(f"threshold={threshold} needs span='gaussian' or 'covariance': the window is cut from the Gaussian")
+    R = check_reference_size(coordinates, reference_size, dims)
+    if R is not None and pe not in SCALED_ENCODINGS and span == 'off':
+        raise ValueError(f"coordinates='fixed' sets how offsets are normalised, but pe={pe!r} with span='off' reads no "
+                         f"normalised offset: it applies to pe in {SCALED_ENCODINGS} and to the span")
+    return R
 
 # %% ../../nbs/23_layers.block.ipynb #d12590d2
 def _autocast_dtype(x: Tensor) -> bool:
@@ -94,26 +99,16 @@ def load_fused(name: str):
             _FUSED[name] = functools.partial(attend_triton, band=True) if name == 'triton_band' else attend_triton
     return _FUSED[name]
 
-def _layout_refusal(version: str, slots: Sequence[str], dims: int) -> str | None:
-    "Why fused `version` cannot take a block whose terms fill `slots` in `dims` dimensions (None: it can)."
-    if other := [s for s in slots if s not in FLEX_SLOTS]:
-        return (f"version={version!r} takes the encodings whose terms fill {FLEX_SLOTS}; this block's also fill {other}: "
-                "use 'auto', 'fast' or 'v1'")
-    if version != 'flex' and dims > 3:
-        return f"version={version!r} takes 1 to 3 positional dimensions (dims={dims}): use 'auto', 'fast', 'flex' or 'v1'"
+def _interpreted(version: str, device) -> bool:
+    "Whether a Triton `version` would run on `device` in Triton's CPU interpreter (its kernels made under TRITON_INTERPRET=1)."
+    if version == 'flex' or torch.device(device).type != 'cpu': return False
+    try: from posattn.layers.triton_kernel import INTERPRETED
+    except ImportError: return False  # no Triton: the refusal says where the version runs
+    return INTERPRETED
 
 def _call_refusal(version: str, device, dtype: torch.dtype, grad: bool) -> str | None:
-    "Why fused `version` cannot run a call on `device` in `dtype`, with gradients or not (None: it can)."
-    if dtype not in (torch.float32, torch.bfloat16, torch.float16):
-        return f"version={version!r} computes in float32, bfloat16 or float16 (here {dtype}): use 'auto', 'fast' or 'v1'"
-    if device.type == 'cuda': return None
-    if version == 'flex':
-        if not grad: return None
-        return (f"version='flex' has no backward pass on {device.type} (flex_attention computes gradients on CUDA only): "
-                "use 'auto' or 'fast' there, or torch.no_grad() for outputs alone")
-    if device.type == 'cpu' and getattr(sys.modules.get('posattn.layers.triton_kernel'), '_INTERPRETED', False): return None
-    return (f"version={version!r} runs on CUDA (here {device.type}), on the CPU only in Triton's interpreter "
-            "(TRITON_INTERPRET=1, for tests): use 'auto' or 'fast' there")
+    "flex's `call_refusal` for a call of the block on `device`, knowing whether Triton's kernels are interpreted."
+    return call_refusal(version, device, dtype, grad, _interpreted(version, device))
 
 # %% ../../nbs/23_layers.block.ipynb #e9e1ae76
 def _term_slots(encoding, dims: int, heads: int, span) -> tuple[str, ...]:
@@ -134,7 +129,7 @@ def pick_version(version: str, # one of VERSION_CHOICES
     "The version a call runs: `version` itself, or for 'auto' the device's DEVICE_VERSIONS where it can take the call, else 'fast'."
     if version != 'auto': return version
     best = DEVICE_VERSIONS.get(torch.device(device).type, 'fast')
-    if best in FUSED_VERSIONS and (_layout_refusal(best, slots, dims) or _call_refusal(best, torch.device(device), dtype, grad)):
+    if best in FUSED_VERSIONS and (layout_refusal(best, slots, dims) or _call_refusal(best, torch.device(device), dtype, grad)):
         return 'fast'
     return best
 
@@ -163,7 +158,7 @@ class _EncodingVersionSwitch(_VersionSwitch):
         if name in VERSIONS and name not in TERMS_VERSIONS and self.pe not in PAPER_ENCODINGS:
             raise ValueError(f"version={name!r} is one of the paper's layouts (Appendix A), which have slots for the paper's "
                              f"encodings only {PAPER_ENCODINGS}; pe={self.pe!r} needs one of {TERMS_VERSIONS}")
-        if name in FUSED_VERSIONS and (why := _layout_refusal(name, getattr(self, 'term_slots', ()), getattr(self, 'dims', 1))):
+        if name in FUSED_VERSIONS and (why := layout_refusal(name, getattr(self, 'term_slots', ()), getattr(self, 'dims', 1))):
             raise ValueError(why)
         if name in FUSED_VERSIONS: load_fused(name)
         _VersionSwitch.version.fset(self, name)
@@ -258,22 +253,24 @@ class PositionalSelfAttention(_RunningVersion, _EncodingVersionSwitch, MultiHead
                  pe_options: dict | None = None, # options of the encoding's class (e.g. max_offset), not SIREN's
                  learn_w0: bool = False, # learn SIREN's two frequencies, starting from w0 and w0_initial
                  siren_bias: str = 'zero', # SIREN's sine-layer biases: 'zero' (the paper) or 'phase'
-                 siren_activation: str = 'sine'): # 'sine', or 'relu' (the control: the same MLP with ReLUs)
+                 siren_activation: str = 'sine', # 'sine', or 'relu' (the control: the same MLP with ReLUs)
+                 coordinates: str = 'structure', # offsets over the grid at hand (the paper's) or 'fixed' (over reference_size)
+                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed', e.g. the training grid
         """Positional multi-head self-attention; call it as block(x [B, N, d], structure_size) -> [B, N, d].
-        d: features (64); heads: H, dividing d (8); pe: positional encoding, one of RELATIVE_ENCODINGS ('siren');
-        dims: positional dimensions n (1); span: 'off', 'gaussian' or 'covariance'; threshold: t in [0, 1)
-        that cuts a window from the Gaussian, 0 keeps every key; init_sigma: initial sigma of the span (0.3); w0,
-        w0_initial, siren_layers, siren_hidden: SIREN's frequencies (10), L (3) and width (64); version: one of
-        VERSION_CHOICES ('auto': DEVICE_VERSIONS for the input's device); pe_options: options; learn_w0, siren_bias, siren_activation: see encodings.siren."""
+        d: features (64); heads: H, dividing d (8); pe: one of RELATIVE_ENCODINGS ('siren'); dims: n (1); span: 'off',
+        'gaussian' or 'covariance'; threshold: t in [0, 1) cutting a window from the Gaussian; init_sigma: (0.3); w0,
+        w0_initial, siren_layers, siren_hidden, learn_w0, siren_bias, siren_activation: SIREN's (encodings.siren); version:
+        one of VERSION_CHOICES; pe_options: the encoding's; coordinates, reference_size: see core.geometry."""
         siren = dict(learn_w0=learn_w0, bias_init=siren_bias, activation=siren_activation)  # beyond the paper
-        _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version, pe, siren)
+        R = _check_block_args(dims, span, threshold, init_sigma, siren_layers, siren_hidden, version, pe, siren,
+                              coordinates, reference_size)
         super().__init__(d, heads)
-        self.dims, d_head = int(dims), self.d // self.heads
-        self.pe, self.encoding = pe, make_relative(pe, self.dims, self.d, self.heads, pe_options, hidden=siren_hidden,
-                                                   layers=siren_layers, w0=w0, w0_initial=w0_initial, **siren)
+        self.dims, d_head, self.coordinates, self.reference_size = int(dims), self.d // self.heads, coordinates, R
+        self.pe, self.encoding = pe, make_relative(pe, self.dims, self.d, self.heads, pe_options, R if pe in SCALED_ENCODINGS else None,
+                                                   hidden=siren_hidden, layers=siren_layers, w0=w0, w0_initial=w0_initial, **siren)
         self.u = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head)))
         self.v = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head))) if pe in ('siren', 'baseline') else None
-        self.span = SPAN_MODULES[span](self.dims, init_sigma, threshold) if span != 'off' else None
+        self.span = SPAN_MODULES[span](self.dims, init_sigma, threshold, R) if span != 'off' else None
         self.term_slots, self.version = _term_slots(self.encoding, self.dims, self.heads, self.span), version
 
     def span_size(self, structure_size: Sequence[int]) -> tuple[int, ...]:

@@ -115,6 +115,7 @@ class Classifier(_LayerReport, nn.Module):
         super().__init__()
         self.structure_size = S
         options.setdefault('dims', len(S))
+        if options.get('coordinates') == 'fixed': options.setdefault('reference_size', S)  # a pixel as on the built grid
         self.position = _absolute_position(attention, d, S, options)  # 'sinusoidal', 'learned': added to the tokens
         self.spe = _shared_spe(attention, d, options)
         self.embed = nn.Sequential(nn.Dropout(dropout), nn.Linear(channels, d))
@@ -124,10 +125,10 @@ class Classifier(_LayerReport, nn.Module):
 
     def forward(self, x: Tensor # images [B, *S, C], channels last
                ) -> Tensor: # class scores [B, classes]
-        "Class scores of a batch of images laid out in `structure_size`."
-        S = self.structure_size
-        if tuple(x.shape[1:-1]) != S:
-            raise ValueError(f"x has shape {tuple(x.shape)}; expected [B, {', '.join(map(str, S))}, C]")
+        "Class scores of a batch of images: on `structure_size`, or any grid with as many dimensions."
+        S, n = tuple(x.shape[1:-1]), len(self.structure_size)
+        if len(S) != n: raise ValueError(f"x has shape {tuple(x.shape)}; expected [B, {n} grid size(s), C], e.g. "
+                                         f"[B, {', '.join(map(str, self.structure_size))}, C], the grid it was built on")
         x = self.embed(x.flatten(1, -2))  # [B, N, d]
         if self.position is not None: x = self.position(x, S)
         with self.spe.shared_draw() if self.spe is not None else nullcontext():  # one SPE draw per forward pass

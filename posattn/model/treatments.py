@@ -68,11 +68,14 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer (or of 
     'none_3d':           dict(pe='none',     dims=3, span='off',      threshold=0.),
     **{f'{pe}_3d': dict(pe=pe, dims=3) for pe in ('rel_bias', 'rope', 'learned')},
     # beyond the paper: a timm Vision Transformer on 4 x 4 patches (nbs/31_integrations.timm.ipynb): timm's attention
-    # with its absolute positions or none, and its attention converted to 2-D SIREN, without and with the span
+    # with its absolute positions or none, and its attention converted to 2-D SIREN, without and with the span, or to the
+    # relative-bias table or RoPE (the encodings of nbs/study_grid.ipynb)
     **{f'vit_{name}_2d': dict(model='vit', attention=attention, dims=2, patch=4, pe=pe, span=span, pos_embed=embed)
        for name, attention, pe, span, embed in (('abs', 'timm', 'none', 'off', 'keep'), ('none', 'timm', 'none', 'off', 'drop'),
                                                  ('siren', 'positional', 'siren', 'off', 'drop'),
-                                                 ('span', 'positional', 'siren', 'gaussian', 'drop'))},
+                                                 ('span', 'positional', 'siren', 'gaussian', 'drop'),
+                                                 ('rel_bias', 'positional', 'rel_bias', 'off', 'drop'),
+                                                 ('rope', 'positional', 'rope', 'off', 'drop'))},
 }
 
 
