@@ -76,15 +76,15 @@ def _data(cfg: dict, size: tuple[int, int]):
     keep = dict(data_root=cfg['data_root'], train_size=cfg['train_size'], val_size=cfg['val_size'])
     if cfg['dataset'] == 'probe':
         data = load_data('probe', cfg['layout'], cfg['seed'], resolution=size, **keep)
-        return data.val_x, data.val_y, data.channels, len(data.classes), data.structure_size
+        return data.val_x, data.val_y, data.channels, len(data.classes)
     data = load_data(cfg['dataset'], cfg['layout'], cfg['seed'], resolution=cfg['resolution'], **keep)
-    return resize_images(data.val_x, size), data.val_y, data.channels, len(data.classes), data.structure_size
+    return resize_images(data.val_x, size), data.val_y, data.channels, len(data.classes)
 
-def _model(cfg: dict, ckpt: dict, channels: int, classes: int, grid, coordinates: str | None, device) -> torch.nn.Module:
-    "The run's model with its final weights, built for any size, under `coordinates` when given."
+def _model(cfg: dict, ckpt: dict, channels: int, classes: int, trained, coordinates: str | None, device) -> torch.nn.Module:
+    "The run's model with its final weights, built as it trained (`trained`: its size, the fixed scale's reference), run at any size."
     extra = dict(dynamic_img_size=True) if cfg.get('model') == 'vit' else {}
     if coordinates is not None: extra['coordinates'] = coordinates
-    model = model_for(cfg, channels, classes, grid, **extra)
+    model = model_for(cfg, channels, classes, trained, **extra)
     model.load_state_dict(ckpt['model'])
     return model.to(device)
 
@@ -111,11 +111,11 @@ def evaluate_run(result: str | Path, # a run's result file, seed-<seed>.json, wi
     store, key = path.with_name(f"eval-{path.name}"), _key(size, coordinates, ckpt_path, device)
     kept = json.loads(store.read_text()) if store.exists() else []
     if hit := next((e for e in kept if all(e.get(k) == v for k, v in key.items())), None): return hit
-    x, y, channels, classes, grid = _data(cfg, size)
+    x, y, channels, classes = _data(cfg, size)
     threads = torch.get_num_threads()
     if cfg['threads']: torch.set_num_threads(cfg['threads'])
     try:
-        model = _model(cfg, read_checkpoint(ckpt_path), channels, classes, grid, coordinates, device)
+        model = _model(cfg, read_checkpoint(ckpt_path), channels, classes, own, coordinates, device)
         loss, acc = evaluate(model, x, y, cfg['eval_batch_size'], device, cfg['amp'])
     finally: torch.set_num_threads(threads)
     out = dict(treatment=cfg['treatment'], seed=cfg['seed'], profile=cfg['profile'], **key, trained=list(own),
