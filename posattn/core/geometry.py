@@ -6,7 +6,8 @@ Docs: https://posattn.github.io/posattn/core.geometry.html.md"""
 
 # %% auto #0
 __all__ = ['COORDINATES', 'relative_size', 'relative_offsets', 'check_structure_size', 'normalise', 'check_reference_size',
-           'scale_size', 'pair_offsets', 'in_window', 'window_slot', 'window_key', 'key_range', 'key_blocks']
+           'fixed_reference', 'scale_size', 'pair_offsets', 'in_window', 'window_slot', 'window_key', 'key_range',
+           'key_blocks']
 
 # %% ../../nbs/02_core.geometry.ipynb #45a6a1a7
 import math
@@ -83,6 +84,11 @@ def check_reference_size(coordinates: str, # one of COORDINATES
     except ValueError as e: raise ValueError(str(e).replace('structure_size', 'reference_size')) from None
     if min(R) < 2: raise ValueError(f"reference_size={list(R)} must be at least 2 along every dimension: one step is 1 / (R - 1)")
     return R
+
+def fixed_reference(reference_size, # R of a module that reads normalised offsets; None: the paper's coordinates
+                    dims: int) -> tuple[int, ...] | None:
+    "A module's fixed reference size as ints, checked, or None (over the grid at hand)."
+    return None if reference_size is None else check_reference_size('fixed', reference_size, dims)
 
 def scale_size(structure_size: Sequence[int],
                reference_size: Sequence[int] | None = None # the fixed scale's R; None: the paper's coordinates

@@ -13,7 +13,7 @@ from numbers import Integral, Real
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .geometry import check_reference_size, normalise, relative_offsets, relative_size, scale_size
+from .geometry import fixed_reference, normalise, relative_offsets, relative_size, scale_size
 
 # %% ../../nbs/03_core.span.ipynb #43980d5a
 SIGMA_MIN = 1e-6  # |sigma| is held at least this large: below it G is already the limit sigma -> 0
@@ -49,10 +49,6 @@ def span_size(sigma: Tensor, # [n]
                  for x, s, r in zip(x_star, scale_size(structure_size, reference_size), full))
 
 # %% ../../nbs/03_core.span.ipynb #81abf97a
-def _reference(reference_size, dims: int) -> tuple[int, ...] | None:
-    "A module's fixed reference size, checked (None: the paper's coordinates)."
-    return None if reference_size is None else check_reference_size('fixed', reference_size, dims)
-
 def check_span_args(threshold: float, init_sigma: float):
     "Raise a ValueError unless `threshold` is a number in [0, 1) and `init_sigma` a finite positive number."
     real = lambda x: isinstance(x, Real) and not isinstance(x, bool)
@@ -76,7 +72,7 @@ class DifferentiableSpan(nn.Module):
             raise ValueError(f"dims={dims!r} must be a positive integer")
         check_span_args(threshold, init_sigma)
         super().__init__()
-        self.threshold, self.reference_size = threshold, _reference(reference_size, dims)
+        self.threshold, self.reference_size = threshold, fixed_reference(reference_size, dims)
         self.sigma = nn.Parameter(torch.full((dims,), float(init_sigma)))
 
     def span_size(self, structure_size: Sequence[int]) -> tuple[int, ...]:
@@ -104,7 +100,7 @@ class CovarianceSpan(nn.Module):
             raise ValueError(f"dims={dims!r} must be a positive integer")
         check_span_args(threshold, init_sigma)
         super().__init__()
-        self.threshold, self.reference_size = threshold, _reference(reference_size, dims)
+        self.threshold, self.reference_size = threshold, fixed_reference(reference_size, dims)
         self.factor = nn.Parameter(torch.eye(dims) * float(init_sigma))  # only its lower triangle is used
 
     def cholesky(self) -> Tensor:

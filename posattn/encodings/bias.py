@@ -14,7 +14,7 @@ import torch
 from torch import nn, Tensor
 from .terms import PositionTerms, check_max_offset, learned_table, table_index, table_size
 from ..core.checks import check_int
-from ..core.geometry import check_reference_size, normalise, scale_size
+from ..core.geometry import fixed_reference, normalise, scale_size
 
 # %% ../../nbs/14_encodings.bias.ipynb #5a415c57
 def t5_bucket(offsets: Tensor, # integer offsets [..., 1] (key minus query)
@@ -71,7 +71,7 @@ class ContinuousBias(nn.Module):
         super().__init__()
         hidden = check_int('hidden', hidden)
         self.mlp = nn.Sequential(nn.Linear(dims, hidden), nn.ReLU(), nn.Linear(hidden, heads))
-        self.reference_size = None if reference_size is None else check_reference_size('fixed', reference_size, dims)
+        self.reference_size = fixed_reference(reference_size, dims)
 
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "The bias slot: b_h(delta) [..., H] from the normalised offset."

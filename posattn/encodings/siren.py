@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.checks import check_choice, check_int, check_positive
-from ..core.geometry import check_reference_size, normalise, relative_offsets, relative_size, scale_size
+from ..core.geometry import fixed_reference, normalise, relative_offsets, relative_size, scale_size
 
 # %% ../../nbs/10_encodings.siren.ipynb #da965932
 def sinusoids(x: Tensor, # positions [...]
@@ -37,7 +37,7 @@ class BaselineEncoding(nn.Module):
         if d_s % 2: raise ValueError(f"d_s={d_s} must be even: sine and cosine come in pairs")
         super().__init__()
         self.d_s, self.linear = d_s, nn.Linear(d_s, d)
-        self.reference_size = None if reference_size is None else check_reference_size('fixed', reference_size, 1)
+        self.reference_size = fixed_reference(reference_size, 1)
 
     def forward(self, offsets: Tensor, # integer offsets [..., 1]
                 structure_size: Sequence[int]) -> Tensor: # [..., d]
@@ -106,7 +106,7 @@ class SirenEncoding(nn.Module):
         check_siren_options(learn_w0, bias_init, activation)
         super().__init__()
         self.w0, self.w0_initial, self.bias_init, self.activation = w0, w0_initial, bias_init, activation  # w0s: the init's scale
-        self.reference_size = None if reference_size is None else check_reference_size('fixed', reference_size, n)
+        self.reference_size = fixed_reference(reference_size, n)
         if learn_w0:  # as logarithms: always positive, and a step changes them by a factor, not an amount
             self.log_w0, self.log_w0_initial = (nn.Parameter(torch.tensor(math.log(w))) for w in (w0, w0_initial))
         widths = [n] + [hidden] * (layers - 1) + [d]
