@@ -42,7 +42,7 @@ $(STAMP):
 	@# and JupyterLab writes the kernel spec's display name, so the two agree and notebooks open unmodified.
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name python3
 	@# ... and launched by posattn's provisioner, which gives it CurveZMQ keys whatever the client (papermill reads no
-	@# Jupyter config); see nbs/98_kernel.ipynb.
+	@# Jupyter config); see nbs/98_jupyter.ipynb.
 	$(BIN)/python -c "import json, sys; p = sys.prefix + '/share/jupyter/kernels/python3/kernel.json'; k = json.load(open(p)); \
 	  k.setdefault('metadata', {})['kernel_provisioner'] = {'provisioner_name': 'posattn-curve'}; json.dump(k, open(p, 'w'), indent=1)"
 	@# Jupyter applications (JupyterLab, nbconvert) start kernels with CurveZMQ keys instead of plain-text TCP.
@@ -290,11 +290,11 @@ docs-check: $(STAMP) browser
 
 # Open the notebooks in JupyterLab, from the project's venv, on this machine only (127.0.0.1). The server's root is the
 # repository (so the notebooks' ../figures and ../results links work); the file browser opens at nbs/. A notebook is
-# saved without its outputs, then cleaned as nbdev-clean would (posattn.kernel.save_without_outputs, nbs/98_kernel.ipynb),
+# saved without its outputs, then cleaned as nbdev-clean would (posattn.jupyter.save_without_outputs, nbs/98_jupyter.ipynb),
 # so a save passes `make test`'s sync check. As root (a container) JupyterLab needs --allow-root.
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=. \
-	  --LabApp.default_url=/lab/tree/nbs --ContentsManager.pre_save_hook=posattn.kernel.save_without_outputs \
+	  --LabApp.default_url=/lab/tree/nbs --ContentsManager.pre_save_hook=posattn.jupyter.save_without_outputs \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Debian's headless Chromium and its WebDriver, for `make lab-check` (installed once, with apt-get, when missing).

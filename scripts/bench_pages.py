@@ -1,8 +1,10 @@
 #!/usr/bin/env python
 """The benchmark pages results/bench/*.md, each written from the JSON file of the same name: the layer and training
-benchmarks' by posattn.bench.report (PAGES), the device check's (gpu*.md) by posattn.bench.device. With
+benchmarks' by posattn.bench.report (PAGES), the device check's (gpu*.md) by posattn.bench.device_report. With
 --check (`make check-sync`) nothing is written: the pages are made again in a temporary folder and the command fails,
-naming each file, when a committed page differs from what its JSON makes, is missing, or is made by no JSON.
+naming each file, when a committed page differs from what its JSON makes, is missing, or is made by no JSON. The
+Markdown files of posattn.bench.report.NOT_PAGES are left as they are (the README, the journal, and a page of an
+older check in a layout no writer knows any more).
 
     python scripts/bench_pages.py [--check]
 """
@@ -13,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's posattn, whatever is installed
 from posattn.bench.report import PAGES, stale_pages, write_pages
-from posattn.bench.device import markdown
+from posattn.bench.device_report import markdown
 from posattn.bench.vit import vit_page
 
 BENCH = ROOT / 'results' / 'bench'

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The device check: posattn on a GPU in minutes, written to results/bench/gpu.json and gpu.md.
 
-The command line of posattn.bench.device (nbs/47e_bench.device.ipynb), which measures and writes the pages.
+The command line of posattn.bench.device (nbs/47g_bench.device.ipynb), which measures and writes the pages.
 
 In this order on every pass, the most wanted first (each section saved as it lands; a time budget cuts the tail):
 1. one training step of siren_2d and span_2d_threshold at 32x32 against the fused-SDPA floor, every version side by

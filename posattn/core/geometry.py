@@ -1,4 +1,4 @@
-"""Structures, relative offsets, the normalised relative grid and the window's geometry (which keys a query sees, at which slot): the coordinates every other piece of posattn is a function of.
+"""Structures, relative offsets, the normalised relative grid and the window's geometry (which keys a query sees, at which position of its window): the coordinates every other piece of posattn is a function of.
 
 Docs: https://posattn.github.io/posattn/core.geometry.html.md"""
 
@@ -6,7 +6,7 @@ Docs: https://posattn.github.io/posattn/core.geometry.html.md"""
 
 # %% auto #0
 __all__ = ['COORDINATES', 'relative_size', 'relative_offsets', 'check_structure_size', 'normalise', 'check_reference_size',
-           'fixed_reference', 'scale_size', 'pair_offsets', 'in_window', 'window_slot', 'window_key', 'key_range',
+           'fixed_reference', 'scale_size', 'pair_offsets', 'in_window', 'window_position', 'window_key', 'key_range',
            'key_blocks']
 
 # %% ../../nbs/02_core.geometry.ipynb #45a6a1a7
@@ -115,21 +115,21 @@ def in_window(i: Tensor, j: Tensor, # query and key token indices in [0, N), row
         inside = inside & (d >= 0) & (d < w)
     return inside
 
-def window_slot(i: Tensor, j: Tensor, # query and key token indices in [0, N), row-major (tensors that broadcast)
-                structure_size: Sequence[int], span_size: Sequence[int]) -> Tensor: # slots in [0, prod(span_size))
-    "Key j's slot in query i's window, row-major over the window (clamped into it for a key outside): the index into its tables."
+def window_position(i: Tensor, j: Tensor, # query and key token indices in [0, N), row-major (tensors that broadcast)
+                structure_size: Sequence[int], span_size: Sequence[int]) -> Tensor: # positions in [0, prod(span_size))
+    "Key j's position in query i's window, row-major over the window (clamped into it for a key outside): the index into its tables."
     m = 0
     for d, w, sw in zip(pair_offsets(i, j, structure_size), span_size, _strides(span_size)):
         m = m + (d + (w - 1) // 2).clamp(0, w - 1) * sw
     return m
 
 # %% ../../nbs/02_core.geometry.ipynb #b8756678
-def window_key(i: Tensor, m: Tensor, # query token indices and window slots (tensors that broadcast)
+def window_key(i: Tensor, m: Tensor, # query token indices and window positions (tensors that broadcast)
                structure_size: Sequence[int], span_size: Sequence[int]) -> tuple[Tensor, Tensor]: # key j, exists
-    "The key j at slot m of query i's window, and whether it lies in the structure (j means nothing where not): window_slot's inverse."
+    "The key j at position m of query i's window, and whether it lies in the structure (j means nothing where not): window_position's inverse."
     j, exists = 0, True
     for s, w, st, sw in zip(structure_size, span_size, _strides(structure_size), _strides(span_size)):
-        c = (i // st) % s + (m // sw) % w - (w - 1) // 2  # the key's coordinate: the query's plus the slot's offset
+        c = (i // st) % s + (m // sw) % w - (w - 1) // 2  # the key's coordinate: the query's plus the position's offset
         exists = exists & (c >= 0) & (c < s)
         j = j + c * st
     return j, exists

@@ -80,7 +80,7 @@ def _data(cfg: dict, size: tuple[int, int]):
     data = load_data(cfg['dataset'], cfg['layout'], cfg['seed'], resolution=cfg['resolution'], **keep)
     return resize_images(data.val_x, size), data.val_y, data.channels, len(data.classes)
 
-def _model(cfg: dict, ckpt: dict, channels: int, classes: int, trained, coordinates: str | None, device) -> torch.nn.Module:
+def _model(cfg: dict, ckpt: dict, channels: int, classes: int, trained, *, coordinates: str | None, device) -> torch.nn.Module:
     "The run's model with its final weights, built as it trained (`trained`: its size, the fixed scale's reference), run at any size."
     extra = dict(dynamic_img_size=True) if cfg.get('model') == 'vit' else {}
     if coordinates is not None: extra['coordinates'] = coordinates
@@ -124,7 +124,7 @@ def evaluate_run(result: str | Path, # a run's result file, seed-<seed>.json, wi
     threads = torch.get_num_threads()
     if cfg['threads']: torch.set_num_threads(cfg['threads'])
     try:
-        model = _model(cfg, read_checkpoint(ckpt_path), channels, classes, own, coordinates, device)
+        model = _model(cfg, read_checkpoint(ckpt_path), channels, classes, own, coordinates=coordinates, device=device)
         loss, acc = evaluate(model, x, y, cfg['eval_batch_size'], device, cfg['amp'])
     finally: torch.set_num_threads(threads)
     out = dict(treatment=cfg['treatment'], seed=cfg['seed'], profile=cfg['profile'], **key, trained=list(own),

@@ -12,13 +12,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
-from posattn.layers.fast_layout import Chunk, Geometry, chunk_slices, fold_grids, tile_grids
-from posattn.layers.fast_chunks import Slot, chunk_backward, chunk_forward, chunk_weights, trim_scratch
+from posattn.layers.fast_layout import Chunk, SkewGeometry, chunk_slices, fold_grids, tile_grids
+from posattn.layers.fast_chunks import Buffer, chunk_backward, chunk_forward, chunk_weights, trim_scratch
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #ecd796e9
 class ChunkRun(NamedTuple):
     "How `_Chunks` runs the chunks of a call: everything it is given besides the tensors."
-    geom: Geometry
+    geom: SkewGeometry
     step: int                # tiles per chunk
     axes: dict[str, int]     # the tile dimension of each field cut per tile (others: shared by the tiles)
     recompute: bool = False  # the backward pass recomputes each chunk's weights instead of keeping them
@@ -37,7 +37,7 @@ class _Chunks(torch.autograd.Function):
         keep_raw = not run.recompute and ctx.needs_input_grad[_FACTOR]  # the Gaussian's gradient needs the raw scores
         ctx.run, ctx.kept, outs, lses = run, [], [], []
         for _, _, c in chunk_slices(x, run.axes, run.step, x.q_content.shape[2]):
-            p, out, raw, lse = chunk_forward(tile_grids(c), run.geom, Slot.SCORES if run.recompute else None, keep_raw,
+            p, out, raw, lse = chunk_forward(tile_grids(c), run.geom, Buffer.SCORES if run.recompute else None, keep_raw,
                                              run.finite, run.exact, run.lse)
             outs.append(out); lses.append(lse)
             ctx.kept.append(None if run.recompute else (None if keep_raw else p, raw))  # p: rebuilt from raw
@@ -62,7 +62,7 @@ class _Chunks(torch.autograd.Function):
             o1, d1, c = out.narrow(2, s, n), dout.narrow(2, s, n), tile_grids(c)
             p, raw = kept or (None, None)
             if p is None:  # the forward pass's function on the same inputs: the weights it had, bit for bit
-                p, raw, _ = chunk_weights(c, run.geom, Slot.SCORES, 'pair_factor' in need, run.exact, raw=raw)
+                p, raw, _ = chunk_weights(c, run.geom, Buffer.SCORES, 'pair_factor' in need, run.exact, raw=raw)
             dl = None if dlse is None else dlse.narrow(2, s, n)
             for f, acc, part in zip(Chunk._fields, grads, chunk_backward(d1, c, p, o1, run.geom, need, raw, sums, dl)):
                 if acc is None: continue

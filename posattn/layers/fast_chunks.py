@@ -13,31 +13,31 @@ import torch
 from torch import Tensor
 from posattn.core.scores import weighted_sum
 from posattn.layers.fast_plan import current_fast_options
-from posattn.layers.fast_layout import Chunk, Geometry, additive_mask, skew, unskew
+from posattn.layers.fast_layout import Chunk, SkewGeometry, additive_mask, skew, unskew
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #3169af49
-_SCRATCH = threading.local()  # per thread: {(slot, dtype, device): a flat buffer}
+_SCRATCH = threading.local()  # per thread: {(buffer, dtype, device): a flat buffer}
 
-class Slot(enum.IntEnum):
+class Buffer(enum.IntEnum):
     "The scratch buffers a chunk's transients live in, by what they hold (forward; backward)."
     SCORES = 0   # recomputed raw scores, the weights over them; raw scores times dA
     OFFSETS = 1  # R = q_v E^T; dR
     WEIGHTS = 2  # the weights, when the raw scores are kept for the Gaussian
     GRADS = 3    # dP, then dA in place
 
-def scratch(slot: int, # a `Slot` (tests use others)
+def scratch(buffer: int, # a `Buffer` (tests use others)
              shape, like: Tensor) -> Tensor:
-    "A contiguous `shape` view of this thread's buffer `slot` for like's dtype and device, grown when too small."
+    "A contiguous `shape` view of this thread's buffer `buffer` for like's dtype and device, grown when too small."
     pool = _SCRATCH.__dict__.setdefault('pool', {})
-    key, n = (slot, like.dtype, like.device), math.prod(shape)
+    key, n = (buffer, like.dtype, like.device), math.prod(shape)
     if key not in pool or pool[key].numel() < n:
         pool.pop(key, None)  # the smaller buffer goes before the larger one is made
         pool[key] = torch.empty(n, dtype=like.dtype, device=like.device)
     return pool[key][:n].view(shape)
 
-def _buffer(slot: int | None, shape, like: Tensor) -> Tensor:
-    "Scratch `slot`, or a tensor of its own when `slot` is None (a result that outlives the chunk)."
-    return torch.empty(shape, dtype=like.dtype, device=like.device) if slot is None else scratch(slot, shape, like)
+def _buffer(buffer: int | None, shape, like: Tensor) -> Tensor:
+    "Scratch `buffer`, or a tensor of its own when `buffer` is None (a result that outlives the chunk)."
+    return torch.empty(shape, dtype=like.dtype, device=like.device) if buffer is None else scratch(buffer, shape, like)
 
 def trim_scratch(device: torch.device) -> None:
     "Free this thread's scratch buffers on `device` beyond the bytes FastOptions lets it keep, the largest first."
@@ -60,23 +60,23 @@ def _rows_back(y: Tensor, B: int, nt: int, nq: int) -> Tensor: # [B, H, nt, T^n,
 
 def _offset_scores(qv: Tensor, # [B, H, nt, T^n, d_H]
                    e: Tensor # one grid [H, 1, d_H, C^n] or one per tile [H, nt, d_H, C^n]
-                  ) -> Tensor: # R [B, H, nt, T^n, C^n], in scratch slot OFFSETS
+                  ) -> Tensor: # R [B, H, nt, T^n, C^n], in scratch buffer OFFSETS
     "R = q_v E^T: the chunk's queries against the encodings of their grid of offsets."
     B, H, nt, nq, d = qv.shape
     grids = e.shape[1]  # per head, a product per grid (one per tile, or one for all) over its rows
-    r = scratch(Slot.OFFSETS, (H, grids, nt * B * nq // grids, e.shape[-1]), qv)  # laid out [H, nt, B, T^n, C^n]: e is never copied
+    r = scratch(Buffer.OFFSETS, (H, grids, nt * B * nq // grids, e.shape[-1]), qv)  # laid out [H, nt, B, T^n, C^n]: e is never copied
     return _rows_back(torch.matmul(_grid_rows(qv, grids), e, out=r), B, nt, nq)
 
-def raw_scores(qu, qv, keys, e, geom: Geometry, f=None, # q_content, q_position, keys, grid_encodings; pair_keys
-                slot: Slot | None = None # the scratch slot for the scores; None: a tensor of their own
+def raw_scores(qu, qv, keys, e, geom: SkewGeometry, f=None, # q_content, q_position, keys, grid_encodings; pair_keys
+                buffer: Buffer | None = None # the scratch buffer for the scores; None: a tensor of their own
                ) -> Tensor: # [B, H, nt, T^n, L^n]
     "Content plus skewed positional scores (plus the key slot's, with `f`) of a chunk, already scaled by 1/sqrt(d_H)."
     T, C, L, base = geom
     B, H, nt, nq, d = qu.shape
     if keys.dim() == 4:  # all keys, shared by the tiles
-        a = _buffer(slot, (B, H, nt, nq, keys.shape[2]), qu)
+        a = _buffer(buffer, (B, H, nt, nq, keys.shape[2]), qu)
         torch.matmul(qu.reshape(B, H, nt * nq, d), keys.mT, out=a.view(B, H, nt * nq, keys.shape[2]))
-    else: a = torch.matmul(qu, keys.mT, out=_buffer(slot, (B, H, nt, nq, keys.shape[3]), qu))  # halos [B, H, nt, L^n, d]
+    else: a = torch.matmul(qu, keys.mT, out=_buffer(buffer, (B, H, nt, nq, keys.shape[3]), qu))  # halos [B, H, nt, L^n, d]
     if qv is not None: a.view(B, H, nt, *T, *L).add_(skew(_offset_scores(qv, e), T, C, L, base))
     if f is not None: a.add_(_key_scores(keys, f))
     return a
@@ -116,29 +116,29 @@ def _logits(a: Tensor, c: Chunk,
     return o
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #015ad701
-def chunk_weights(c: Chunk, geom: Geometry,
-                  slot: Slot | None = None, # the scratch slot for the raw scores; None: a tensor of their own
-                  keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch slot WEIGHTS
+def chunk_weights(c: Chunk, geom: SkewGeometry,
+                  buffer: Buffer | None = None, # the scratch buffer for the raw scores; None: a tensor of their own
+                  keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch buffer WEIGHTS
                   exact: bool = False, # mask by assignment, a separate pass (for scores that are not finite)
                   lse: bool = False, # also return the log of each row's normaliser
                   raw: Tensor | None = None # the raw scores, when they were kept: not computed again
                  ) -> tuple[Tensor, Tensor | None, Tensor | None]: # weights [B, H, nt, T^n, L^n], raw scores, log-normalisers [B, H, nt, T^n]
     "A chunk's softmax weights: the forward pass and the backward pass's recompute both take them from here, so they agree bit for bit."
     keep_raw = keep_raw or raw is not None
-    if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, slot)
-    o = _logits(raw, c, scratch(Slot.WEIGHTS, raw.shape, raw) if keep_raw else None, exact)
+    if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, buffer)
+    o = _logits(raw, c, scratch(Buffer.WEIGHTS, raw.shape, raw) if keep_raw else None, exact)
     l = torch.logsumexp(o, -1) if lse else None  # before the softmax overwrites the logits
     return torch.softmax(o, -1, out=o), raw if keep_raw else None, l  # every row has a valid key
 
-def chunk_forward(c: Chunk, geom: Geometry,
-                   slot: Slot | None = None, # the scratch slot for the weights; None when they are kept
-                   keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch slot WEIGHTS
+def chunk_forward(c: Chunk, geom: SkewGeometry,
+                   buffer: Buffer | None = None, # the scratch buffer for the weights; None when they are kept
+                   keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch buffer WEIGHTS
                    finite: bool = False, # every value is finite (checked once per call): the plain product is exact
                    exact: bool = False, # mask by assignment (`chunk_weights`)
                    lse: bool = False # also return the log of each query row's normaliser
                   ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]: # weights [B, H, nt, T^n, L^n], out, raw scores, log-normalisers
     "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
-    p, raw, l = chunk_weights(c, geom, slot, keep_raw, exact, lse)
+    p, raw, l = chunk_weights(c, geom, buffer, keep_raw, exact, lse)
     B, H, nt, nq, d = c.q_content.shape
     inside = None if finite else c.valid
     if c.keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
@@ -148,7 +148,7 @@ def chunk_forward(c: Chunk, geom: Geometry,
     return p, out if c.grid_values is None else out + _value_term(p, c.grid_values, geom), raw, l
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #36f9b805
-def chunk_backward(dout: Tensor, c: Chunk, p: Tensor, out: Tensor, geom: Geometry,
+def chunk_backward(dout: Tensor, c: Chunk, p: Tensor, out: Tensor, geom: SkewGeometry,
                     need: frozenset[str], # the fields that need a gradient (the Gaussian's and the bias's are skipped if not)
                     raw: Tensor | None = None, # the raw scores, if at hand
                     sums: tuple[Tensor, Tensor] | None = None, # dense mode: running sums [B, H, d_H, N] of the keys' and the values' gradients
@@ -159,7 +159,7 @@ def chunk_backward(dout: Tensor, c: Chunk, p: Tensor, out: Tensor, geom: Geometr
     B, H, nt, nq, d = c.q_content.shape
     shared = c.keys.dim() == 4
     flat = lambda x: x.reshape(B, H, nt * nq, x.shape[-1])
-    dp = scratch(Slot.GRADS, p.shape, p)
+    dp = scratch(Buffer.GRADS, p.shape, p)
     if shared: torch.matmul(flat(dout), c.values.mT, out=flat(dp)); _add_narrow(sums[1], flat(p).mT, flat(dout)); dvals = None
     else: torch.matmul(dout, c.values.mT, out=dp); dvals = _narrow(p.mT, dout)
     dev = None
@@ -172,9 +172,9 @@ def chunk_backward(dout: Tensor, c: Chunk, p: Tensor, out: Tensor, geom: Geometr
     db = da.sum_to_size(c.pair_bias.shape) if c.pair_bias is not None and 'pair_bias' in need else None
     dg = None
     if c.pair_factor is not None:
-        if 'pair_factor' in need:  # raw * da in scratch slot SCORES, which holds the raw scores when they were recomputed
-            if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, Slot.SCORES)
-            dg = torch.mul(raw, da, out=scratch(Slot.SCORES, da.shape, da)).sum_to_size(c.pair_factor.shape)
+        if 'pair_factor' in need:  # raw * da in scratch buffer SCORES, which holds the raw scores when they were recomputed
+            if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, Buffer.SCORES)
+            dg = torch.mul(raw, da, out=scratch(Buffer.SCORES, da.shape, da)).sum_to_size(c.pair_factor.shape)
         da.mul_(c.pair_factor)
     if shared: dqu, dkeys = _narrow(flat(da), c.keys).reshape(c.q_content.shape), None; _add_narrow(sums[0], flat(da).transpose(-2, -1), flat(c.q_content))
     else: dqu, dkeys = _narrow(da, c.keys), _narrow(da.transpose(-2, -1), c.q_content)
@@ -190,11 +190,11 @@ def chunk_backward(dout: Tensor, c: Chunk, p: Tensor, out: Tensor, geom: Geometr
                   pair_keys=df, pair_bias=db, grid_values=dev)
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #0a9fb755
-def _offset_grads(da: Tensor, qv: Tensor, e: Tensor, geom: Geometry) -> tuple[Tensor, Tensor]:
+def _offset_grads(da: Tensor, qv: Tensor, e: Tensor, geom: SkewGeometry) -> tuple[Tensor, Tensor]:
     "Gradients of R = q_v E^T, skewed into place, for q_v and E, from the scores' gradient `da` [B, H, nt, *T, *L]."
     B, H, nt, nq, _ = qv.shape
     flat = lambda x: x.reshape(B, H, nt * nq, x.shape[-1])
-    dr = unskew(da, *geom, lambda shape: scratch(Slot.OFFSETS, shape, da))  # [B, H, tiles, T^n, C^n]
+    dr = unskew(da, *geom, lambda shape: scratch(Buffer.OFFSETS, shape, da))  # [B, H, tiles, T^n, C^n]
     if e.shape[1] == 1 and dr.is_contiguous():  # one grid, dr laid out [B, H, ...]: one product over all rows
         return _narrow(flat(dr), e[:, 0].mT).view(qv.shape), torch.einsum('bhqd,bhqc->hdc', flat(qv), flat(dr))[:, None]
     rows = _grid_rows(dr, e.shape[1])  # laid out [H, nt, B, T^n, C^n]: per head, a product per grid over its rows, a view

@@ -108,7 +108,7 @@ def unskew(da: Tensor, # [B, H, t, *T, *L] gradients at the keys
     return out.reshape(*out.shape[:-2 * n], math.prod(T), math.prod(C))
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #31db9a1d
-class Geometry(NamedTuple):
+class SkewGeometry(NamedTuple):
     "Where the skew reads, per dimension: queries per tile, offsets per tile's grid, keys per query's row, the grid's offset of key 0 from query 0."
     tile: tuple[int, ...] # T
     grid: tuple[int, ...] # C
@@ -116,7 +116,7 @@ class Geometry(NamedTuple):
     base: tuple[int, ...]
 
 class Chunk(NamedTuple):
-    "The tensors of a call, of one chunk of it, or their gradients, by what they hold; None: a slot the call does not use."
+    "The tensors of a call, of one chunk of it, or their gradients, by what they hold; None: a field the call does not use."
     q_content: Tensor | None = None       # (q + u) / sqrt(d_H) in tiles [B, H, tiles, T^n, d_H]
     q_position: Tensor | None = None      # (q + v) / sqrt(d_H) likewise
     keys: Tensor | None = None            # halos [B, H, tiles, L^n, d_H] (window mode) or all keys [B, H, N, d_H] (dense mode)
@@ -134,7 +134,7 @@ class Tables(NamedTuple):
     "What a mode prepares once per call for its chunks."
     x: Chunk               # the call's tensors (queries to come)
     axes: dict[str, int]    # the tile dimension of each field cut per tile; a field not named is shared by the tiles
-    geom: Geometry
+    geom: SkewGeometry
 
 def chunk_slices(x: Chunk, axes: dict[str, int], step: int, tiles: int):
     "Per run of `step` tiles: its first tile, its length and `x` cut along the tile dimension of each field in `axes`."
@@ -225,7 +225,7 @@ def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms,
                valid=valid, mask_bias=_mask_bias(_window_layout, tuple(S), tuple(W), plan, dev, k.dtype),
                pair_keys=f, pair_bias=b, grid_values=ev)
     axes = dict(q_content=2, q_position=2, keys=2, values=2, valid=0, mask_bias=0)
-    return Tables(x, axes, Geometry(plan.tile, C, plan.halo, base))
+    return Tables(x, axes, SkewGeometry(plan.tile, C, plan.halo, base))
 
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #4a6f9844
@@ -279,4 +279,4 @@ def dense_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, 
               mask_bias=_mask_bias(_dense_layout, tuple(S), tuple(W), plan, k.device, k.dtype), grid_index=rows)
     axes = dict(q_content=2, q_position=2, grid_index=0, valid=0, mask_bias=0, pair_keys=1, grid_values=1)  # keys, values, the grid: shared
     axes.update({name: t.dim() - 3 for name, t in (('pair_factor', g), ('pair_bias', b)) if t is not None})  # [H, tiles, ...] or [tiles, ...]
-    return Tables(x, axes, Geometry(plan.tile, C, S, base))
+    return Tables(x, axes, SkewGeometry(plan.tile, C, S, base))

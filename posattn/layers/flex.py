@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from ..core.geometry import in_window, relative_offsets, relative_size, window_slot
+from ..core.geometry import in_window, relative_offsets, relative_size, window_position
 from ..core.scores import nonfinite_part
 from .version1 import Encode, Gauss, attend_setup, span_mask
 from ..encodings.terms import PositionTerms
@@ -22,7 +22,7 @@ from ..encodings.terms import PositionTerms
 FLEX_SLOTS = ('query', 'factor', 'bias', 'rotate', 'scale')  # the slots of PositionTerms that attend_flex takes
 
 def _per_query(table: Tensor | None, N: int) -> Tensor | None:
-    "A table over the window's slots, [M] or [M, H], repeated along the N queries: [N, M] or [H, N, M]."
+    "A table over the window's positions, [M] or [M, H], repeated along the N queries: [N, M] or [H, N, M]."
     if table is None: return None
     if table.dim() == 1: return table.expand(N, -1).contiguous()
     return table.T[:, None, :].expand(-1, N, -1).contiguous()
@@ -94,14 +94,14 @@ def attend_flex(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B,
     _refuse(layout_refusal('flex', t.slots, len(S)))
     B, H, N, d = q.shape
     scale = t.scale / math.sqrt(d)
-    offsets = relative_offsets(W, q.device).reshape(-1, len(S))  # the window's slots [M, n]
+    offsets = relative_offsets(W, q.device).reshape(-1, len(S))  # the window's positions [M, n]
     p = None if t.query is None else torch.einsum(  # [B, H, N, M]
         'bhnd,mhd->bhnm', (q if v is None else q + v[:, None]) * scale, t.query(offsets).reshape(-1, H, d))
     g, b = (_per_query(None if f is None else f(offsets), N) for f in (t.factor, t.bias))
     grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, value, p, g, b) if x is not None)  # the tables tell
     _refuse(call_refusal('flex', q.device, q.dtype, grad))
     def score_mod(score, bi, hi, i, j):
-        m = window_slot(i, j, S, W)
+        m = window_position(i, j, S, W)
         if p is not None: score = score + p[bi, hi, i, m]
         if g is not None: score = score * (g[i, m] if g.dim() == 2 else g[hi, i, m])
         return score if b is None else score + b[hi, i, m]

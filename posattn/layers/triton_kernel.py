@@ -1,4 +1,4 @@
-"""Version 1's attention in three Triton kernels written for it: the four-term score, the Gaussian and the window computed tile by tile, forward and backward, visiting only the key blocks the window reaches; the positional term read from a table or computed in the kernels; the slots' gradients written without atomics. Tested here in Triton's interpreter; the block's `version='triton'` and `'triton_band'`.
+"""Version 1's attention in three Triton kernels written for it: the four-term score, the Gaussian and the window computed tile by tile, forward and backward, visiting only the key blocks the window reaches; the positional term read from a table or computed in the kernels; the gradients of the tables over window positions accumulated per block of queries, without atomics. Tested here in Triton's interpreter; the block's `version='triton'` and `'triton_band'`.
 
 Docs: https://posattn.github.io/posattn/layers.triton_kernel.html.md"""
 
@@ -18,7 +18,7 @@ try:
 except ImportError as e:  # PyTorch's CUDA builds on Linux bring Triton; others may not
     raise ImportError("posattn.layers.triton_kernel needs Triton (it comes with PyTorch's CUDA builds): "
                       "use the versions 'v1' or 'fast' without it") from e
-from ..core.geometry import in_window, key_blocks, relative_offsets, relative_size, window_slot
+from ..core.geometry import in_window, key_blocks, relative_offsets, relative_size, window_position
 from ..core.scores import nonfinite_part
 from .version1 import Encode, Gauss, attend_setup, span_mask
 from .flex import FLEX_SLOTS, call_refusal, layout_refusal
@@ -27,13 +27,13 @@ from ..encodings.terms import PositionTerms
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #5bd4bacf
 @triton.jit
 def _coords(t, S1: tl.constexpr, S2: tl.constexpr):
-    "The three coordinates of row-major tokens t in a (S0, S1, S2) structure, or of slots t in a (W0, W1, W2) window."
+    "The three coordinates of row-major tokens t in a (S0, S1, S2) structure, or of window positions t in a (W0, W1, W2) window."
     return t // (S1 * S2), (t // S2) % S1, t % S2
 
 @triton.jit
 def _pairs(i, j, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
            W2: tl.constexpr):
-    "Slot m of each (query i, key j) in the window, and whether the pair is inside it (and inside the structure)."
+    "Window position m of each (query i, key j), and whether the pair is inside it (and inside the structure)."
     i0, i1, i2 = _coords(i[:, None], S1, S2)
     j0, j1, j2 = _coords(j[None, :], S1, S2)
     d0, d1, d2 = j0 - i0 + (W0 - 1) // 2, j1 - i1 + (W1 - 1) // 2, j2 - i2 + (W2 - 1) // 2  # offset + reach
@@ -42,14 +42,14 @@ def _pairs(i, j, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl
     return tl.where(inside, (d0 * W1 + d1) * W2 + d2, 0), inside
 
 @triton.jit
-def _slot_keys(i, sl, N, M, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
+def _window_keys(i, pos, N, M, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
                W2: tl.constexpr):
-    "The key at slot sl of each query i's window, and whether there is one (in the structure; i and sl in range)."
+    "The key at window position pos of each query i's window, and whether there is one (in the structure; i, pos in range)."
     i0, i1, i2 = _coords(i[:, None], S1, S2)
-    m0, m1, m2 = _coords(sl[None, :], W1, W2)  # the slot's digits: its offset plus the reach
+    m0, m1, m2 = _coords(pos[None, :], W1, W2)  # the position's digits: its offset plus the reach
     c0, c1, c2 = i0 + m0 - (W0 - 1) // 2, i1 + m1 - (W1 - 1) // 2, i2 + m2 - (W2 - 1) // 2
     ok = (c0 >= 0) & (c0 < S0) & (c1 >= 0) & (c1 < S1) & (c2 >= 0) & (c2 < S2)
-    return (c0 * S1 + c1) * S2 + c2, ok & (i[:, None] < N) & (sl[None, :] < M)
+    return (c0 * S1 + c1) * S2 + c2, ok & (i[:, None] < N) & (pos[None, :] < M)
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #1412e9cb
 def _geometry(structure_size: Sequence[int], span_size: Sequence[int]) -> tuple[tuple, tuple]:
@@ -84,10 +84,10 @@ def _tiles(structure_size: Sequence[int], span_size: Sequence[int], block: int) 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #76b2e831
 @functools.lru_cache(maxsize=64)
 def _band_width(structure_size: tuple, span_size: tuple, block: int) -> int:
-    "The widest range of window slots one tile's pairs use, over the tiles the kernels visit, as a power of two."
+    "The widest range of window positions one tile's pairs use, over the tiles the kernels visit, as a power of two."
     N = math.prod(structure_size)
     i, j = torch.arange(N)[:, None], torch.arange(N)[None, :]
-    m, inside = window_slot(i, j, structure_size, span_size), in_window(i, j, structure_size, span_size)
+    m, inside = window_position(i, j, structure_size, span_size), in_window(i, j, structure_size, span_size)
     tiles = _tiles(structure_size, span_size, block)
     tiles += [(keys, queries) for queries, keys in tiles]  # the dK and dV pass: the same rule, from the keys' side
     widest = max((int(m[t][inside[t]].max() - m[t][inside[t]].min()) + 1 for t in tiles if inside[t].any()), default=1)
@@ -112,15 +112,20 @@ def _dot(a, b, IEEE: tl.constexpr):
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #4bfd553d
 @triton.jit
+def _first(m, inside, M):
+    "The smallest window position of the tile's pairs inside the window; M where there is none."
+    return tl.min(tl.min(tl.where(inside, m, M), 1), 0)
+
+@triton.jit
 def _pre(q, k, qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P: tl.constexpr, BAND: tl.constexpr, MT: tl.constexpr,
          IEEE: tl.constexpr):
-    "The part of the tile's scores G multiplies, q k^T plus the positional term; the band's first slot and encodings."
+    "The part of the tile's scores G multiplies, q k^T plus the positional term; the band's first window position and encodings."
     pre = _dot(q, tl.trans(k), IEEE)
     lo = 0
     r = tl.zeros([MT, 16], tl.float32)  # stands for the band's encodings without BAND
     if HAS_P: pre += tl.load(P + (bh * N).to(tl.int64) * M + i[:, None] * M + m, mask=inside, other=0.)  # B H N M can pass 2^31
-    if BAND:  # the positional term computed here: the queries against the band of encodings this tile's slots use
-        lo = tl.min(tl.min(tl.where(inside, m, M), 1), 0)
+    if BAND:  # the positional term computed here: the queries against the band of encodings this tile's positions use
+        lo = _first(m, inside, M)
         t = lo + tl.arange(0, MT)
         r = tl.load(R + (bh % H) * M * D + t[:, None] * D + f[None, :], mask=(t[:, None] < M) & (f[None, :] < D), other=0.)
         band = _dot(qv.to(tl.float32), tl.trans(r), IEEE)  # [BM, MT]
@@ -170,12 +175,11 @@ def _fwd(Q, K, V, QV, P, R, G, Bi, O, L, N, M, H, D,
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #25e93d5e
 @triton.jit
-def _bwd_kv(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dK, dV, dP, dG, dB, N, M, H, D,
+def _bwd_kv(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dK, dV, dP, N, M, H, D,
             S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
             HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, NEED_P: tl.constexpr,
-            NEED_G: tl.constexpr, NEED_B: tl.constexpr, MT: tl.constexpr, IEEE: tl.constexpr, BM: tl.constexpr,
-            BN: tl.constexpr, BD: tl.constexpr):
-    "One block of BN keys against the query blocks that reach it: dK, dV, and the gradients of the pairs' slots."
+            MT: tl.constexpr, IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
+    "One block of BN keys against the query blocks that reach it: dK, dV, and P's gradient, pair by pair."
     bh, j0, f = tl.program_id(1), tl.program_id(0) * BN, tl.arange(0, BD)
     j, base = j0 + tl.arange(0, BN), bh * N * D
     k, v = _rows(K, base, j, f, N, D), _rows(V, base, j, f, N, D)
@@ -197,20 +201,25 @@ def _bwd_kv(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dK, dV, dP, dG, dB, N, M, H,
         ds = w * (_dot(do, tl.trans(v), IEEE) - delta[:, None])  # the gradient of the score
         dpre = ds * g
         dk += _dot(tl.trans(dpre), q, IEEE)
-        slot = (bh * N).to(tl.int64) * M + i[:, None] * M + m  # one pair per (query, slot): plain stores, no atomics
-        if NEED_P: tl.store(dP + slot, dpre, mask=inside)
-        if NEED_G: tl.store(dG + slot, ds * pre, mask=inside)
-        if NEED_B: tl.store(dB + slot, ds, mask=inside)
+        if NEED_P:  # one pair per (query, window position): plain stores, no atomics
+            tl.store(dP + (bh * N).to(tl.int64) * M + i[:, None] * M + m, dpre, mask=inside)
     _put_rows(dK, base, j, f, N, D, dk)
     _put_rows(dV, base, j, f, N, D, dv)
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #21e42fdc
 @triton.jit
-def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, N, M, H, D,
+def _add_row(X, pos, M, x):
+    "Add x into the entries pos (those below M) of the row at X: a program's own row, which no other program touches."
+    keep = pos < M
+    tl.store(X + pos, tl.load(X + pos, mask=keep, other=0.) + x, mask=keep)
+
+# %% ../../nbs/22b_layers.triton_kernel.ipynb #c758f773
+@triton.jit
+def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, dG, dB, N, M, H, D,
            S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-           HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, MT: tl.constexpr,
-           IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
-    "One block of BM queries against the key blocks it reaches: dQ; with BAND also d(QV) and this block's part of dR."
+           HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, NEED_G: tl.constexpr,
+           NEED_B: tl.constexpr, MT: tl.constexpr, IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
+    "One block of BM queries against the key blocks it reaches: dQ, this block's rows of dG and db; with BAND d(QV) and its part of dR."
     bh, i0, f = tl.program_id(1), tl.program_id(0) * BM, tl.arange(0, BD)
     i, base = i0 + tl.arange(0, BM), bh * N * D
     q, do = _rows(Q, base, i, f, N, D), _rows(dO, base, i, f, N, D)
@@ -220,7 +229,8 @@ def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, N, M, H, D,
     delta = tl.load(Delta + bh * N + i, mask=i < N, other=0.)
     dq = tl.zeros([BM, BD], tl.float32)
     dqv = tl.zeros([BM, BD], tl.float32)
-    part = dR + ((bh * tl.num_programs(0) + tl.program_id(0)).to(tl.int64) * M) * D  # this program's own [M, D] of dR
+    row = (bh * tl.num_programs(0) + tl.program_id(0)).to(tl.int64) * M  # this program's own row of dG and dB
+    part = dR + row * D  # and its own [M, D] of dR
     lo, hi = _reach(i0, i0 + BM, N, S0, S1, S2, W0, W1, W2)
     for start in range(lo, hi, BN):
         j = start + tl.arange(0, BN)
@@ -229,17 +239,25 @@ def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, N, M, H, D,
         pre, blo, r = _pre(q, k, qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P=HAS_P, BAND=BAND, MT=MT, IEEE=IEEE)
         s, g = _scores(pre, m, inside, bh, M, H, G, Bi, HAS_G=HAS_G, HAS_B=HAS_B)
         w = tl.exp(s - lse[:, None])
-        dpre = w * (_dot(do, tl.trans(v), IEEE) - delta[:, None]) * g
+        ds = w * (_dot(do, tl.trans(v), IEEE) - delta[:, None])  # the gradient of the score
+        dpre = ds * g
         dq += _dot(dpre, k, IEEE)
-        if BAND:  # each (query, band slot) has at most one key: its dpre, found by the reverse gather
-            sl = blo + tl.arange(0, MT)
-            key, ok = _slot_keys(i, sl, N, M, S0, S1, S2, W0, W1, W2)
+        if BAND or NEED_G or NEED_B:  # the reverse gather: each query's key (if in this tile) at each position of the band
+            first = blo
+            if not BAND: first = _first(m, inside, M)
+            pos = first + tl.arange(0, MT)
+            key, ok = _window_keys(i, pos, N, M, S0, S1, S2, W0, W1, W2)
             ok = ok & (key >= start) & (key < start + BN)  # a key of this tile
-            dband = tl.where(ok, tl.gather(dpre, tl.where(ok, key - start, 0), 1), 0.)
-            dqv += _dot(dband, r, IEEE)
-            ptr = part + sl[:, None] * D + f[None, :]
-            keep = (sl[:, None] < M) & (f[None, :] < D)
-            tl.store(ptr, tl.load(ptr, mask=keep, other=0.) + _dot(tl.trans(dband), qv.to(tl.float32), IEEE), mask=keep)
+            at = tl.where(ok, key - start, 0)
+            if NEED_G: _add_row(dG + row, pos, M, tl.sum(tl.where(ok, tl.gather(ds * pre, at, 1), 0.), 0))
+            if NEED_B: _add_row(dB + row, pos, M, tl.sum(tl.where(ok, tl.gather(ds, at, 1), 0.), 0))
+            if BAND:
+                dband = tl.where(ok, tl.gather(dpre, at, 1), 0.)
+                dqv += _dot(dband, r, IEEE)
+                ptr = part + pos[:, None] * D + f[None, :]
+                keep = (pos[:, None] < M) & (f[None, :] < D)
+                tl.store(ptr, tl.load(ptr, mask=keep, other=0.) + _dot(tl.trans(dband), qv.to(tl.float32), IEEE), mask=keep)
+            tl.debug_barrier()  # the next tile reads these rows back, maybe in other threads
     _put_rows(dQ, base, i, f, N, D, dq)
     if BAND: _put_rows(dQV, base, i, f, N, D, dqv)
 
@@ -275,19 +293,22 @@ class _Fused(torch.autograd.Function):
         do = do.contiguous()
         delta = (do.float() * out.float()).sum(-1)
         need = ctx.needs_input_grad
-        slots = lambda needed: torch.zeros(B, H, N, M, device=q.device, dtype=torch.float32) if needed else None
-        dP, dG, dB = slots(need[3]), slots(need[6]), slots(need[7])
+        dP = torch.zeros(B, H, N, M, device=q.device, dtype=torch.float32) if need[3] else None  # P's own shape
+        rows = lambda needed: torch.zeros(B, H, nq, M, device=q.device, dtype=torch.float32) if needed else None
+        dG, dB = rows(need[6]), rows(need[7])  # one row per block of queries
+        wide = QV is not None or dG is not None or dB is not None  # a reverse gather over the band
+        qconsts = dict(consts, MT=_band_width(S, W, block) if wide else 16)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(value)
         dQV = torch.empty_like(QV) if QV is not None else None
         dRp = torch.zeros(B * H, nq, M, D, device=q.device, dtype=torch.float32) if QV is not None else None
         pick = lambda x: x if x is not None else lse
         inputs = dict(Q=q, K=k, V=value, QV=pick(QV), P=pick(P), R=pick(R), G=pick(G), Bi=pick(Bi), dO=do, L=lse, Delta=delta)
-        _bwd_kv[(nq, B * H)](**inputs, dK=dk, dV=dv, dP=pick(dP), dG=pick(dG), dB=pick(dB), NEED_P=dP is not None,
-                             NEED_G=dG is not None, NEED_B=dB is not None, **consts)
-        _bwd_q[(nq, B * H)](**inputs, dQ=dq, dQV=pick(dQV), dR=pick(dRp), **consts)
-        sum_slots = lambda t: None if t is None else t.sum((0, 2))
+        _bwd_kv[(nq, B * H)](**inputs, dK=dk, dV=dv, dP=pick(dP), NEED_P=dP is not None, **consts)
+        _bwd_q[(nq, B * H)](**inputs, dQ=dq, dQV=pick(dQV), dR=pick(dRp), dG=pick(dG), dB=pick(dB), NEED_G=dG is not None,
+                            NEED_B=dB is not None, **qconsts)
+        sum_rows = lambda t: None if t is None else t.sum((0, 2))  # over images and blocks of queries
         dR = None if dRp is None else dRp.view(B, H, nq, M, D).sum((0, 2))
-        return dq, dk, dv, dP, dQV, dR, sum_slots(dG), sum_slots(dB), None, None, None
+        return dq, dk, dv, dP, dQV, dR, sum_rows(dG), sum_rows(dB), None, None, None
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #11808a4a
 TRITON_SLOTS = FLEX_SLOTS  # the slots of PositionTerms the kernels take: query (through P), factor, bias, rotate, scale
@@ -295,7 +316,7 @@ INTERPRETED = type(_fwd).__name__ == 'InterpretedFunction'  # made under TRITON_
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #dd3857b6
 def _head_table(table: Tensor | None, H: int) -> Tensor | None:
-    "A table over the window's slots, [M] or [M, H], as [H, M] in float32."
+    "A table over the window's positions, [M] or [M, H], as [H, M] in float32."
     if table is None: return None
     return (table.T if table.dim() == 2 else table.expand(H, -1)).float().contiguous()
 
@@ -326,7 +347,7 @@ def attend_triton(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [
     _check_call(t, S, q, block, band)
     B, H, N, d = q.shape
     scale = t.scale / math.sqrt(d)
-    offsets = relative_offsets(W, q.device).reshape(-1, len(S))  # the window's slots [M, n]
+    offsets = relative_offsets(W, q.device).reshape(-1, len(S))  # the window's positions [M, n]
     P = QV = R = None
     if t.query is not None:
         E, qv = t.query(offsets).reshape(-1, H, d), (q if v is None else q + v[:, None]) * scale  # [M, H, d_H], [B, H, N, d_H]

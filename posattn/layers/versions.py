@@ -65,7 +65,7 @@ def _pe_v2(e: Tensor, # E (or G) on the window's offsets [*SpanSize, *features]
     "Algorithm 12: pad, unfold, flip, repeat the middle row, flatten."
     n = len(patch_size)
     x = _pad_centre(e, 0, [2 * p - 1 for p in patch_size])  # [*(2p-1), *f]
-    x = _unfold(x, 0, patch_size).flip(list(range(n)))  # [*p (row r), *p (slot m), *f]
+    x = _unfold(x, 0, patch_size).flip(list(range(n)))  # [*p (row r), *p (position m), *f]
     for j, (s, p) in enumerate(zip(structure_size, patch_size)):
         x = x.index_select(j, torch.arange(s, device=e.device) - _starts(s, p, e.device))  # [*S, *p, *f]
     return x.reshape(math.prod(structure_size), math.prod(patch_size), *x.shape[2 * n:])
@@ -84,7 +84,7 @@ def _band(cond, structure_size, patch_size, device=None) -> Tensor: # bool [N, N
 
 def _mask_v2(span_size: Sequence[int], structure_size: Sequence[int], patch_size: Sequence[int],
              device=None) -> Tensor: # bool [N, N_p]
-    "Algorithm 13: True where slot m of query i's patch lies inside the SpanSize window of i."
+    "Algorithm 13: True where position m of query i's patch lies inside the SpanSize window of i."
     S, W, P = structure_size, span_size, patch_size
     def inside(i, m, k):
         h = (W[k] - 1) // 2
@@ -103,11 +103,11 @@ def _patch_scores(q: Tensor, # [B, H, N, d_H]
         a = a + torch.einsum('bhqd,qkhd->bhqk', q, p) + torch.einsum('hd,qkhd->hqk', v, p)
     return a
 
-def _slot_sum(w: Tensor, # weights [B, H, N, N_p]
-              value_star: Tensor, # V* [B, H, N, N_p, d_H]
-              mask: Tensor | None # [N, N_p]
-             ) -> Tensor: # [B, H, N, d_H]
-    "Each query's weighted sum of its own slots' values; slots outside the mask take no part."
+def _patch_sum(w: Tensor, # weights [B, H, N, N_p]
+               value_star: Tensor, # V* [B, H, N, N_p, d_H]
+               mask: Tensor | None # [N, N_p]
+              ) -> Tensor: # [B, H, N, d_H]
+    "Each query's weighted sum of its own patch's values; positions outside the mask take no part."
     return weighted_sum(w[..., None, :], value_star, None if mask is None else mask[:, None, :])[..., 0, :]
 
 def _paper_slots(name: str, encode: Encode | None, gaussian: Gauss | None, terms: PositionTerms | None):
@@ -135,7 +135,7 @@ def attend_v2(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H
     g = _pe_v2(gaussian(offsets), S, patch) if gaussian is not None else None  # [N, N_p]
     mask = _mask_v2(W, S, patch, q.device) if W != relative_size(S) else None  # [N, N_p]
     w = attention_weights(_patch_scores(q, k_star, u, v, p), q.shape[-1], g, mask)
-    return _slot_sum(w, value_star, mask)
+    return _patch_sum(w, value_star, mask)
 
 # %% ../../nbs/21_layers.versions.ipynb #db1c9b92
 def _keys_v3(k: Tensor, # keys (or values) [B, H, N, d_H]
@@ -156,7 +156,7 @@ def _pe_v3(e: Tensor, # E (or G) on the window's offsets [*SpanSize, *features]
 
 # %% ../../nbs/21_layers.versions.ipynb #cbf02f34
 def _mask_v3(span_size: Sequence[int], structure_size: Sequence[int], device=None) -> Tensor: # bool [N, N_p]
-    "Algorithm 15: True where slot m of query i's window holds a key of the structure (not padding)."
+    "Algorithm 15: True where position m of query i's window holds a key of the structure (not padding)."
     S, W = structure_size, span_size
     def real(i, m, k):
         h = (W[k] - 1) // 2
@@ -192,4 +192,4 @@ def attend_v3(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H
     g_hat = _pe_v3(gaussian(offsets), W) if gaussian is not None else None  # [N_p]
     mask = _mask_v3(W, S, q.device)  # [N, N_p]
     w = attention_weights(_window_scores(q, k_star, u, v, e_hat), q.shape[-1], g_hat, mask)
-    return _slot_sum(w, value_star, mask)
+    return _patch_sum(w, value_star, mask)
