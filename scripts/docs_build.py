@@ -139,8 +139,8 @@ class Site:
         self.docs.update({page: self.docs[nb] for page, nb in GENERATED.items() if nb in self.docs})
         self.docs.update({p: p for p in MARKDOWN_PAGES})
 
-    def link(self, target: str, src: str, dest: str) -> str:
-        "Link `target` written in repository file `src`, as it must read in the staged page `dest`."
+    def link(self, target: str, src: str, dest: str, html: bool = False) -> str:
+        "Link `target` written in repository file `src`, as it must read in the staged page `dest` (`html`: as the built page's address)."
         if re.match(r'^[a-z][a-z0-9+.-]*:', target) or target.startswith('#'): return target # a URL, or this page
         path, _, frag = target.partition('#')
         rel = posixpath.normpath(posixpath.join(posixpath.dirname(src), path))
@@ -149,10 +149,11 @@ class Site:
         staged = self.docs.get(rel) or (rel if rel.startswith('figures/') else None)
         if staged is None: return f'{REPO_URL}/blob/main/{rel}' + (f'#{frag}' if frag else '') # a source file
         new = posixpath.relpath(staged, posixpath.dirname(dest) or '.')
+        if html and new.endswith(('.ipynb', '.md')): new = posixpath.splitext(new)[0] + '.html'
         return new + (f'#{frag}' if frag else '')
 
-    def rewrite(self, text: str, src: str, dest: str) -> str:
-        return LINK.sub(lambda m: m[1] + self.link(m[2], src, dest), text)
+    def rewrite(self, text: str, src: str, dest: str, html: bool = False) -> str:
+        return LINK.sub(lambda m: m[1] + self.link(m[2], src, dest, html), text)
 
 
 def _source(cell) -> str: return ''.join(cell['source']) if isinstance(cell['source'], list) else cell['source']
@@ -183,7 +184,8 @@ def stage_notebook(executed: Path, site: Site, stage: Path) -> tuple[str, str, s
             c['source'] = '\n'.join(l for l in source.splitlines() if not l.startswith('#|')).strip('\n')
             for o in c.get('outputs', []):
                 md = o.get('data', {}).get('text/markdown')
-                if md is not None: o['data']['text/markdown'] = site.rewrite(''.join(md), src, page)
+                # an output's Markdown is rendered as it is, with no cross-reference resolved: link the built pages
+                if md is not None: o['data']['text/markdown'] = site.rewrite(''.join(md), src, page, html=True)
         cells.append(c)
     title_cell = next((i for i, c in enumerate(cells) if c['cell_type'] == 'markdown'
                        and _source(c).startswith('# ')), None)

@@ -136,7 +136,7 @@ def evaluate_run(result: str | Path, # a run's result file, seed-<seed>.json, wi
 
 # %% ../../nbs/43a_experiment.evaluate.ipynb #36471fd4
 def main(argv: Sequence[str] | None = None) -> int:
-    "`python -m posattn.experiment.evaluate RESULT... [--size 48 32x48] [--coordinates fixed]`: one line per answer; 2 for bad input."
+    "The command line, `python -m posattn.experiment.evaluate RESULT [RESULT ...] [--size 48 32x48] [--coordinates fixed]`: one line per answer; exit status 2 for bad input."
     import argparse
     p = argparse.ArgumentParser(prog='python -m posattn.experiment.evaluate', description=evaluate_run.__doc__)
     p.add_argument('results', nargs='+', help="result files seed-<seed>.json, their checkpoints beside them")
