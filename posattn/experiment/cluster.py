@@ -73,7 +73,7 @@ class RunFailed(RuntimeError):
 
 def _is_done(done) -> bool: return done is not None and (bool(done()) if callable(done) else Path(done).exists())
 
-def _check_task(name, cmd, env, done, lock, holder_env, busy):
+def _check_task(name, cmd, env, done, lock, holder_env, busy, restart_when=None, restarts=0):
     "Raise a ValueError naming the first argument of RunTask that is not what it must be."
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name={name!r} must be a non-empty string, e.g. 'span_2d-seed-9188'")
@@ -88,6 +88,9 @@ def _check_task(name, cmd, env, done, lock, holder_env, busy):
         raise ValueError(f"holder_env={holder_env!r} must be an environment variable's name, or None")
     if not (isinstance(busy, tuple) and all(isinstance(b, type) and issubclass(b, BaseException) for b in busy)):
         raise ValueError(f"busy={busy!r} must be a tuple of exception types")
+    if not (restart_when is None or callable(restart_when)):
+        raise ValueError(f"restart_when={restart_when!r} must be a picklable predicate of an attempt's output, or None")
+    check_int('restarts', restarts, 0)
 
 class RunTask(Checkpointable):
     "One run's command line as a checkpointable submitit task: skipped when done, requeued on timeout or preemption."
@@ -103,14 +106,16 @@ class RunTask(Checkpointable):
                  grace_s: float = 10.0, # when stopping the command: seconds between SIGTERM and SIGKILL
                  lock: Callable | None = None, # picklable; lock() is a context manager held while the command runs
                  holder_env: str | None = None, # this variable tells the command the pid of the lock's holder (the task)
-                 busy: tuple = ()): # exception types of entering the lock that mean: another process holds the run
-        _check_task(name, cmd, env, done=done, lock=lock, holder_env=holder_env, busy=busy)
+                 busy: tuple = (), # exception types of entering the lock that mean: another process holds the run
+                 restart_when: Callable[[str], bool] | None = None, # picklable; true of a failed attempt's output when it failed before doing any work: started again at once
+                 restarts: int = 2): # at most this many such restarts in one call
+        _check_task(name, cmd, env, done=done, lock=lock, holder_env=holder_env, busy=busy, restart_when=restart_when, restarts=restarts)
         self.name, self.cmd, self.env, self.grace_s = name, [str(c) for c in cmd], dict(env or {}), float(grace_s)
         self.log = Path(log).absolute()
         self.state = Path(state).absolute() if state is not None else self.log.with_name(self.log.name + '.state.jsonl')
         self.cwd = Path(cwd).absolute() if cwd is not None else Path.cwd()
         self.done = done if done is None or callable(done) else Path(done).absolute()
-        self.lock, self.holder_env, self.busy = lock, holder_env, busy
+        self.lock, self.holder_env, self.busy, self.restart_when, self.restarts = lock, holder_env, busy, restart_when, restarts
         self.slots = None # (folder, n): at most n runs at once on this machine (set by `submit` for the local executor)
         self.turn = None # (folder, i): this task takes a slot after the array's tasks 0..i-1 (set by `submit`, local)
         self.stop_file = None # once this file exists, no attempt starts (set by `submit` for the local executor)
@@ -240,7 +245,12 @@ def run_once(self: RunTask) -> dict:
                 try: held.enter_context(self.lock())
                 except self.busy as e: return self._no_run(n, 'busy', str(e))
                 if _is_done(self.done): return self._no_run(n, 'skipped', 'done meanwhile by the holder of its lock')
-            self._start(n); code = self._wait()
+            for k in range(self.restarts + 1):  # the slot and the lock stay held between restarts
+                size = self.log.stat().st_size if self.log.exists() else 0
+                self._start(n); code = self._wait()
+                if code == 0 or k == self.restarts or not self._restartable(size): break
+                self._record_end('failed', returncode=code, note='failed before doing any work (restart_when): started again')
+                n += 1
     finally:
         if main: signal.signal(signal.SIGTERM, old_term)
         self._pass_turn()
@@ -253,6 +263,12 @@ def run_once(self: RunTask) -> dict:
         why, note = f'exited with 0 but the run is not done ({missing})', {'note': 'exit 0 but not done'}
     self._record_end('failed', returncode=code, **note)
     raise RunFailed(f"run {self.name!r} failed: its command {why}; last lines of {self.log}:\n{log_tail(self.log)}")
+
+@patch
+def _restartable(self: RunTask, since: int) -> bool:
+    "Whether `restart_when` holds of what the attempt wrote to the log (from byte `since`)."
+    if self.restart_when is None: return False
+    with open(self.log, 'rb') as f: f.seek(since); return bool(self.restart_when(f.read().decode(errors='replace')))
 
 @patch
 def checkpoint(self: RunTask, *args, **kwargs) -> DelayedSubmission:

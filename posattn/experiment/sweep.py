@@ -9,7 +9,7 @@ __all__ = ['RESERVED', 'parse_params', 'Run', 'plan', 'SweepReport', 'SweepInter
            'sweep_status', 'main']
 
 # %% ../../nbs/46_experiment.sweep.ipynb #08e732fa
-import argparse, functools, json, os, signal, sys, threading, time, warnings
+import argparse, functools, json, os, re, signal, sys, threading, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -134,22 +134,39 @@ def _finished(result: str, # the run's result file
     try: return since is None or os.stat(result).st_mtime >= os.stat(since).st_mtime
     except OSError: return False
 
+def _kernel_not_started(output: str) -> bool:
+    "Whether papermill's output says the notebook's kernel never started (so no cell ran): nbclient's line for it."
+    return 'Error occurred while starting new kernel client' in output
+
 def _task(run: Run, notebook: Path, cwd: Path, params: dict, threads: int | None, since: Path | None) -> RunTask:
-    "The run as a checkpointable task: its papermill command, done when its result is finished, under its lock."
+    "The run as a checkpointable task: its papermill command, done when its result is finished, under its lock; started again when its kernel never started."
     return RunTask(run.name, _command(notebook, run, cwd, params), run.log, cwd=cwd, env=_run_env(threads),
                    done=functools.partial(_finished, str(run.result), None if since is None else str(since)),
-                   lock=functools.partial(run_lock, str(run.lock)), holder_env=LOCK_HOLDER_ENV, busy=(RunLocked,))
+                   lock=functools.partial(run_lock, str(run.lock)), holder_env=LOCK_HOLDER_ENV, busy=(RunLocked,),
+                   restart_when=_kernel_not_started)
 
 def _code_modules() -> list:
     "The modules whose code travels by value in the tasks' pickles: the runs and locks modules (is_finished, run_lock) and this one."
     names = list(dict.fromkeys([is_finished.__module__, run_lock.__module__] + ([__name__] if __name__ != '__main__' else [])))
     return [sys.modules[n] for n in names if n in sys.modules]
 
+_ERROR_LINE = re.compile(r'[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: .*)?')
+
+def _log_error(log: Path, tail: int = 20_000) -> str:
+    "The last exception line in the end of a run's log, '' when there is none: what the notebook or its kernel said last."
+    try:
+        with open(log, 'rb') as f: f.seek(max(0, os.path.getsize(log) - tail)); text = f.read().decode(errors='replace')
+    except OSError: return ''
+    lines = [l.strip() for l in re.sub(r'\x1b\[[0-9;]*[A-Za-z]', '', text).splitlines()]  # without terminal colours
+    return next((l for l in reversed(lines) if _ERROR_LINE.fullmatch(l)), '')[:200]
+
 def _why_failed(task: RunTask, run: Run, error: Exception) -> str:
-    "Why a run's job failed, from its last attempt."
+    "Why a run's job failed, from its last attempt and the end of its log."
     a = (attempts(task.state) or [{}])[-1]
     if a.get('note') == 'exit 0 but not done': return f'the notebook ended but wrote no finished result at {run.result}'
-    if a.get('end') == 'failed' and a.get('returncode') is not None: return f"papermill exited with {a['returncode']}"
+    if a.get('end') == 'failed' and a.get('returncode') is not None:
+        said = _log_error(run.log)
+        return f"papermill exited with {a['returncode']}" + (f' ({said})' if said else '')
     return f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"[:300]
 
 def _outcome(job, task: RunTask, run: Run, wait_s: float = 0.0) -> tuple[str, str]:
