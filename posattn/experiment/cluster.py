@@ -6,8 +6,8 @@ Docs: https://posattn.github.io/posattn/experiment.cluster.html.md"""
 
 # %% auto #0
 __all__ = ['KINDS', 'SLURM_ONLY', 'COMMON', 'NOT_SHARED', 'STATES', 'append_jsonl', 'read_jsonl', 'attempts', 'log_tail',
-           'RunFailed', 'RunTask', 'parse_time', 'check_executor', 'make_executor', 'executor_for', 'submit', 'stop',
-           'RunStatus', 'sacct_states', 'status', 'status_table']
+           'RunFailed', 'RunTask', 'parse_time', 'check_executor', 'make_executor', 'executor_for', 'task_modules',
+           'submit', 'stop', 'RunStatus', 'sacct_states', 'status', 'status_table']
 
 # %% ../../nbs/45_experiment.cluster.ipynb #a04c7623
 import contextlib, json, math, os, re, shutil, signal, socket, subprocess, sys, threading, time, warnings
@@ -377,6 +377,11 @@ def _submit_array(executor, tasks: list, local: bool) -> list:
     try: return executor.submit_array(tasks)
     finally: signal.signal(signal.SIGINT, old)
 
+def task_modules() -> list:
+    "The modules whose code travels inside every task's pickle: this one and the checks RunTask's constructor uses."
+    if __name__ not in sys.modules or __name__ == '__main__': return []
+    return [sys.modules[__name__], sys.modules[check_int.__module__]]
+
 def submit(tasks: Sequence[RunTask], # the runs, with distinct names
            executor: submitit.Executor, # from make_executor
            by_value: Sequence = (), # modules whose code travels in the pickles (tasks need not import them)
@@ -385,7 +390,7 @@ def submit(tasks: Sequence[RunTask], # the runs, with distinct names
     "Submit every task as one job array (one process per task locally); print the job ids and where the logs go."
     tasks = list(tasks); info = _check_submission(tasks, executor)
     folder, local = Path(executor.folder), info['kind'] == 'local'
-    for m in ([sys.modules[__name__]] if __name__ in sys.modules and __name__ != '__main__' else []) + list(by_value):
+    for m in task_modules() + list(by_value):
         cloudpickle.register_pickle_by_value(m) # ship the code inside the pickles: a task starts without importing it
     own = folder / 'slots' / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{id(tasks)}" # this submission's slots and turns
     for i, t in enumerate(tasks):
