@@ -22,7 +22,7 @@ from .identity import config_diff, mismatch_message, record_config
 from .locks import LOCK_HOLDER_ENV, RunLocked, run_lock
 from .train import check_wandb, checkpoint_diff, read_checkpoint
 from .runner import check_params
-from .cluster import (COMMON, KINDS, SLURM_ONLY, RunStatus, RunTask, attempts, check_executor, executor_for,
+from .cluster import (COMMON, KINDS, SLURM_ONLY, RunStatus, RunTask, attempts, check_executor, executor_for, log_tail,
                                         status as submission_status, status_table, stop, submit)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #25310e97
@@ -152,12 +152,9 @@ def _code_modules() -> list:
 
 _ERROR_LINE = re.compile(r'[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: .*)?')
 
-def _log_error(log: Path, tail: int = 20_000) -> str:
+def _log_error(log: Path) -> str:
     "The last exception line in the end of a run's log, '' when there is none: what the notebook or its kernel said last."
-    try:
-        with open(log, 'rb') as f: f.seek(max(0, os.path.getsize(log) - tail)); text = f.read().decode(errors='replace')
-    except OSError: return ''
-    lines = [l.strip() for l in re.sub(r'\x1b\[[0-9;]*[A-Za-z]', '', text).splitlines()]  # without terminal colours
+    lines = [l.strip() for l in re.sub(r'\x1b\[[0-9;]*[A-Za-z]', '', log_tail(log, 50)).splitlines()]  # without terminal colours
     return next((l for l in reversed(lines) if _ERROR_LINE.fullmatch(l)), '')[:200]
 
 def _why_failed(task: RunTask, run: Run, error: Exception) -> str:
