@@ -21,13 +21,17 @@ from .bias import RelativeBias, ContinuousBias
 from .factor import RelativeFactor
 from .deberta import DisentangledEncoding
 from .rope import RotaryEncoding
+from .rope_mixed import MixedRotaryEncoding
+from .liere import LieRotaryEncoding
+from .comrope import CommutingRotaryEncoding
 from .alibi import AlibiEncoding
 
 # %% ../../nbs/19_encodings.catalogue.ipynb #415b86c2
 PAPER_ENCODINGS = ('baseline', 'siren', 'none')  # the paper's: a query-side encoding with Transformer-XL's v, or none
 RELATIVE = {'shaw': ShawEncoding, 'rel_bias': RelativeBias, 'multiplicative': RelativeFactor,
             'deberta': DisentangledEncoding, 'rope': RotaryEncoding, 'alibi': AlibiEncoding,
-            'mlp_bias': ContinuousBias}
+            'mlp_bias': ContinuousBias, 'rope_mixed': MixedRotaryEncoding, 'liere': LieRotaryEncoding,
+            'comrope': CommutingRotaryEncoding}
 ABSOLUTE = {'sinusoidal': SinusoidalPositions, 'learned': LearnedPositions}
 RELATIVE_ENCODINGS = PAPER_ENCODINGS + tuple(RELATIVE)  # what PositionalSelfAttention(pe=...) accepts
 SCALED_ENCODINGS = ('baseline', 'siren', 'mlp_bias')  # those that read offsets over a size: the block's coordinates apply

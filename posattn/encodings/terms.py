@@ -6,7 +6,7 @@ Docs: https://posattn.github.io/posattn/encodings.terms.html.md"""
 
 # %% auto #0
 __all__ = ['OffsetFn', 'Rotation', 'PositionTerms', 'position_terms', 'check_max_offset', 'table_size', 'table_index',
-           'positions', 'pairs_per_axis', 'learned_table', 'reference_attention']
+           'positions', 'pairs_per_axis', 'learned_table', 'reference_attention', 'pair_attention']
 
 # %% ../../nbs/11_encodings.terms.ipynb #9f801b09
 import math
@@ -134,4 +134,18 @@ def reference_attention(q: Tensor, k: Tensor, value: Tensor, # queries, keys, va
             vals.append(value[:, :, j] + (terms.value(delta) if terms.value is not None else 0))
         w = torch.stack(logits, -1).softmax(-1)  # [B, H, N]
         out.append((w[..., None] * torch.stack(vals, 2)).sum(2))
+    return torch.stack(out, 2)
+
+# %% ../../nbs/11_encodings.terms.ipynb #pa1a2b3d
+def pair_attention(q: Tensor, k: Tensor, value: Tensor, # queries (content bias included), keys, values [B, H, N, d_H]
+                   structure_size: Sequence[int],
+                   score: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor] # (q_i, k_j [B, H, d_H], p_i, p_j [n]) -> [B, H]
+                  ) -> Tensor: # [B, H, N, d_H]
+    "Attention whose logit of query i and key j is score(q_i, k_j, p_i, p_j) / sqrt(d_H), as a double loop (a reference for tests)."
+    B, H, N, d = q.shape
+    pos = positions(structure_size, q.device)
+    out = []
+    for i in range(N):
+        logits = torch.stack([score(q[:, :, i], k[:, :, j], pos[i], pos[j]) for j in range(N)], -1) / math.sqrt(d)
+        out.append((logits.softmax(-1)[..., None] * value).sum(2))
     return torch.stack(out, 2)
