@@ -17,6 +17,19 @@ from .rope_mixed import _rotation
 from .liere import block_scales, check_block, skew, turn_blocks
 
 # %% ../../nbs/17c_encodings.comrope.ipynb #23dc9529
+def _times(a: Tensor, b: Tensor) -> Tensor:
+    "a @ b of broadcast batches of small matrices."
+    return a @ b
+
+def _powers(E: Tensor, # [..., b, b]
+            s: int) -> Tensor: # [s, ..., b, b]: E^0, E^1, ..., E^(s-1)
+    "The first s powers of E, by doubling: log2(s) batched products."
+    out, step = torch.eye(E.shape[-1], dtype=E.dtype, device=E.device).expand(1, *E.shape), E
+    while out.shape[0] < s:
+        out = torch.cat([out, _times(out, step)])
+        step = _times(step, step)
+    return out[:s]
+
 class CommutingRotaryEncoding(nn.Module):
     "ComRoPE-LD: each head's feature blocks turned by exp((theta_beta . p)(P_beta - P_beta^T)): commuting, exactly relative."
     def __init__(self, dims: int, # positional dimensions n
@@ -38,11 +51,14 @@ class CommutingRotaryEncoding(nn.Module):
         return self.theta[..., None, None] * skew(self.weight)
 
     def rotations(self, structure_size: Sequence[int]) -> Tensor: # [H, N, blocks, b, b]
-        "exp((theta . p)(P - P^T)) of every token of the grid, per head and block."
-        pos = positions(structure_size, self.weight.device).to(self.weight.dtype)
-        s = torch.einsum('nk,khb->hnb', pos, self.theta)  # how far each block turns, [H, N, blocks]
-        return torch.linalg.matrix_exp((s[..., None, None] * skew(self.weight)[:, None]).contiguous())
-
+        "exp((theta . p)(P - P^T)) of every token: the product over dimensions of exp(theta_k (P - P^T)) to the power p_k."
+        P, n = skew(self.weight), len(structure_size)
+        R = None
+        for k, s in enumerate(structure_size):  # they commute: one exponential per dimension, then its powers
+            E = _powers(torch.linalg.matrix_exp((self.theta[k][..., None, None] * P).contiguous()), s)  # [s, H, blocks, b, b]
+            E = E.view(*(s if i == k else 1 for i in range(n)), *E.shape[1:])
+            R = E if R is None else _times(R, E)
+        return R.flatten(0, n - 1).transpose(0, 1)
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "The rotate slot, its rotations computed once for the call."
         R = self.rotations(structure_size)

@@ -6,7 +6,8 @@ Docs: https://posattn.github.io/posattn/encodings.terms.html.md"""
 
 # %% auto #0
 __all__ = ['OffsetFn', 'Rotation', 'PositionTerms', 'position_terms', 'check_max_offset', 'table_size', 'table_index',
-           'positions', 'pairs_per_axis', 'learned_table', 'reference_attention', 'pair_attention']
+           'positions', 'pairs_per_axis', 'learned_table', 'reference_attention', 'pair_attention', 'turned_attention',
+           'equation_gap']
 
 # %% ../../nbs/11_encodings.terms.ipynb #9f801b09
 import math
@@ -149,3 +150,24 @@ def pair_attention(q: Tensor, k: Tensor, value: Tensor, # queries (content bias 
         logits = torch.stack([score(q[:, :, i], k[:, :, j], pos[i], pos[j]) for j in range(N)], -1) / math.sqrt(d)
         out.append((logits.softmax(-1)[..., None] * value).sum(2))
     return torch.stack(out, 2)
+
+# %% ../../nbs/11_encodings.terms.ipynb #eg1a2b3d
+def turned_attention(q: Tensor, k: Tensor, value: Tensor, # [B, H, N, d_H]
+                     rotate: Rotation) -> Tensor: # [B, H, N, d_H]
+    "Softmax attention of queries and keys each turned once by `rotate`: how the block computes a rotation encoding."
+    return (rotate(q) @ rotate(k).mT / math.sqrt(q.shape[-1])).softmax(-1) @ value
+
+def equation_gap(encoding: nn.Module, # float64, with heads, d_head and terms(structure_size).rotate
+                 structure_size: Sequence[int],
+                 score: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor], # the encoding's equation, as pair_attention takes it
+                 seed: int = 0) -> float:
+    "Largest difference of outputs and gradients between turned_attention and the double loop of `score` (float64)."
+    g = torch.Generator().manual_seed(seed)
+    shape, N = (2, encoding.heads, math.prod(structure_size), encoding.d_head), math.prod(structure_size)
+    q, k, val, dy = (torch.randn(shape, generator=g, dtype=torch.float64).requires_grad_() for _ in range(4))
+    u = torch.randn(encoding.heads, encoding.d_head, generator=g, dtype=torch.float64, requires_grad=True)
+    wrt = (q, k, val, u, *encoding.parameters())
+    got = turned_attention(q + u[:, None], k, val, encoding.terms(structure_size).rotate)
+    want = pair_attention(q + u[:, None], k, val, structure_size, score)
+    pairs = zip((got, *torch.autograd.grad((got * dy).sum(), wrt)), (want, *torch.autograd.grad((want * dy).sum(), wrt)))
+    return max((a - b).abs().max().item() for a, b in pairs)
