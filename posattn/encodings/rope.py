@@ -11,6 +11,7 @@ __all__ = ['turn_pairs', 'RotaryEncoding']
 from typing import Sequence
 import torch
 from torch import nn, Tensor
+from ..core.geometry import check_structure_size
 from .terms import PositionTerms, pairs_per_axis, positions
 
 # %% ../../nbs/17_encodings.rope.ipynb #607a7482
@@ -32,20 +33,36 @@ class RotaryEncoding(nn.Module):
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer
                  heads: int = 8, # H: each head's d_H features form d_H/2 pairs
-                 base: float = 10000.): # frequencies theta_f = base^(-f / pairs of the coordinate)
+                 base: float = 10000., # frequencies theta_f = base^(-f / pairs of the coordinate)
+                 frequencies: Sequence[float] | Tensor | None = None, # theta_f of every pair [d_H / 2]; None: base's
+                 start: float = 0., # the first position's coordinate along every axis (integers from 0 by default)
+                 rescale_to: Sequence[int] | None = None): # R: a grid S's positions (p_k + start) R_k / S_k
         super().__init__()
         _check_rope(d, heads, dims)
         if not base > 1: raise ValueError(f"base={base!r} must be greater than 1")
-        self.dims, self.d_head, self.base = dims, d // heads, float(base)
+        self.dims, self.d_head, self.base, self.start = dims, d // heads, float(base), float(start)
+        self.rescale_to = None if rescale_to is None else check_structure_size(rescale_to, dims)
+        table = None if frequencies is None else torch.as_tensor(frequencies, dtype=torch.float32).detach().clone()
+        if table is not None and tuple(table.shape) != (self.d_head // 2,):
+            raise ValueError(f"frequencies has shape {list(table.shape)}: RoPE takes one per pair of a head, "
+                             f"[{self.d_head // 2}]")
+        self.register_buffer('frequencies', table)  # fixed, as RoPE's own; None when base's
+        self.axis = [k for k, p in enumerate(pairs_per_axis(self.d_head, dims)) for _ in range(p)]  # of each pair
+
+    def theta(self, dtype=torch.float32, device=None) -> Tensor: # [d_H / 2]
+        "The frequency of every pair: the given table, or base^(-f / n_k) over each coordinate's bank of n_k pairs."
+        if self.frequencies is not None: return self.frequencies.to(device, dtype)
+        return torch.cat([self.base ** (-torch.arange(p, dtype=dtype, device=device) / p)
+                          for p in pairs_per_axis(self.d_head, self.dims)])
 
     def angles(self, structure_size: Sequence[int], dtype=torch.float32, device=None) -> Tensor: # [N, d_H / 2]
         "The angle of every feature pair of every token."
         pos = positions(structure_size, device).to(dtype)
-        out = []
-        for k, p in enumerate(pairs_per_axis(self.d_head, self.dims)):
-            theta = self.base ** (-torch.arange(p, dtype=dtype, device=device) / p)
-            out.append(pos[:, k:k + 1] * theta)
-        return torch.cat(out, -1)
+        if self.start: pos = pos + self.start
+        if self.rescale_to is not None:  # as EVA's ref_feat_shape: divided by the grid, then times the reference
+            S, R = (torch.tensor(s, dtype=dtype, device=device) for s in (structure_size, self.rescale_to))
+            pos = pos / S * R
+        return pos[:, self.axis] * self.theta(dtype, device)
 
     def rotate(self, x: Tensor, # queries or keys [B, H, N, d_H]
                structure_size: Sequence[int]) -> Tensor: # [B, H, N, d_H]
