@@ -14,7 +14,7 @@ import torch
 from torch import nn, Tensor
 from .terms import PositionTerms, positions
 from .rope_mixed import _rotation
-from .liere import block_scales, check_block, skew, turn_blocks
+from .liere import block_scales, check_block, matrix_exp, skew, turn_blocks
 
 # %% ../../nbs/17c_encodings.comrope.ipynb #23dc9529
 def _times(a: Tensor, b: Tensor) -> Tensor:
@@ -55,7 +55,7 @@ class CommutingRotaryEncoding(nn.Module):
         P, n = skew(self.weight), len(structure_size)
         R = None
         for k, s in enumerate(structure_size):  # they commute: one exponential per dimension, then its powers
-            E = _powers(torch.linalg.matrix_exp((self.theta[k][..., None, None] * P).contiguous()), s)  # [s, H, blocks, b, b]
+            E = _powers(matrix_exp(self.theta[k][..., None, None] * P), s)  # [s, H, blocks, b, b]
             E = E.view(*(s if i == k else 1 for i in range(n)), *E.shape[1:])
             R = E if R is None else _times(R, E)
         return R.flatten(0, n - 1).transpose(0, 1)
