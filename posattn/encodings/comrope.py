@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from .terms import PositionTerms, positions
-from .rope_mixed import _rotation
+from .rope_mixed import random_rotation
 from .liere import block_scales, check_block, matrix_exp, skew, turn_blocks
 
 # %% ../../nbs/17c_encodings.comrope.ipynb #23dc9529
@@ -43,7 +43,7 @@ class CommutingRotaryEncoding(nn.Module):
         blocks = self.d_head // block
         scale = block_scales(blocks, temperature)[:, None, None] / math.sqrt(2 * block)
         self.weight = nn.Parameter(torch.randn(heads, blocks, block, block) * scale)  # P of every head and block
-        turn = _rotation(dims, heads)  # [H, n, n]: the directions of each head
+        turn = random_rotation(dims, heads)  # [H, n, n]: the directions of each head
         self.theta = nn.Parameter(turn[:, :, torch.arange(blocks) % dims].permute(1, 0, 2).contiguous())  # [n, H, blocks]
 
     def generators(self) -> Tensor: # [n, H, blocks, b, b]

@@ -33,10 +33,10 @@ def skew(w: Tensor) -> Tensor:
     "W - W^T over the last two axes: a skew-symmetric matrix (a generator of rotations)."
     return w - w.mT
 
-@torch.compiler.disable  # Inductor hands its kernel a strided buffer, which the kernel cannot view (torch 2.14)
 def matrix_exp(M: Tensor) -> Tensor:
     "exp of each of a batch of square matrices [..., b, b]."
-    return torch.linalg.matrix_exp(M.contiguous())
+    flat = M.reshape(-1, *M.shape[-2:]).contiguous()  # under torch.compile a strided batch breaks the kernel's view
+    return torch.linalg.matrix_exp(flat).view(M.shape)
 
 def turn_blocks(x: Tensor, # queries or keys [B, H, N, d_H]
                 rotations: Tensor # [H, N, blocks, b, b], blocks * b = d_H
