@@ -134,7 +134,7 @@ def _axis_fraction(arm, s: int):
 
 def pairs_kept(span_size: Sequence[int], structure_size: Sequence[int]) -> float:
     "Share of the N x N (query, key) pairs whose key lies inside the query's SpanSize window."
-    arms = [min((w - 1) // 2, s - 1) for w, s in zip(span_size, structure_size)]  # the window's arm per axis, at most the axis
+    arms = [min((w - 1) // 2, s - 1) for w, s in zip(span_size, structure_size)]  # per axis, at most the axis
     return math.prod(_axis_fraction(a, s) for a, s in zip(arms, structure_size))
 
 # %% ../../nbs/03_core.span.ipynb #a3c0c18e

@@ -25,7 +25,8 @@ from .runs import (OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResult, RunRefused, a
 from .identity import config_diff, mismatch_message, record_config
 from .locks import LOCK_HOLDER_ENV, run_lock
 from .data import DATASETS, VOLUMES, load_data
-from .train import AMP_MODES, RunClock, best, check_span_cost, check_wandb, keep_freed_memory, load_checkpoint, train, wandb_logger, WANDB_MODES
+from .train import (AMP_MODES, RunClock, best, check_span_cost, check_wandb, keep_freed_memory,
+                                      load_checkpoint, train, wandb_logger, WANDB_MODES)
 
 # %% ../../nbs/43_experiment.runner.ipynb #381105f7
 RUN_OPTIONS = ('results_dir', 'figures_dir', 'force', 'allow_slow', 'progress') # run()'s parameters that are not settings
@@ -36,7 +37,8 @@ def _check_number(name, value, low=0., high=math.inf):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise ValueError(f"{name}={value!r} must be a number in [{low}, {high}]")
 
-SPAN_COST_TREATMENTS = tuple(t for t, o in TREATMENTS.items() if o.get('span', 'off') != 'off' and o.get('threshold', 0) > 0)
+SPAN_COST_TREATMENTS = tuple(t for t, o in TREATMENTS.items()  # those whose span has a window a cost can shrink
+                             if o.get('span', 'off') != 'off' and o.get('threshold', 0) > 0)
 
 def _check_span_cost(cfg: dict):
     "span_cost: a finite number >= 0, and 0 unless the treatment's span has a threshold (a window the cost can shrink)."

@@ -65,7 +65,8 @@ PROFILES = {
     'clips':   dict(_COMMON, dataset='clips', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
     # the span's cost (issue 56): CIFAR-10 at 16 x 16, where a small window pays in fast's time; one step per batch of
     # 20, so that sigma can travel from 0.3 to a 5 x 5 window in a run of about five minutes on one core
-    'span16': dict(_COMMON, dataset=None, resolution=16, train_size=1600, val_size=1000, epochs=3, threads=1, accumulate=1),
+    'span16': dict(_COMMON, dataset=None, resolution=16, train_size=1600, val_size=1000, epochs=3, threads=1,
+                   accumulate=1),
 }
 OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu and study profiles prefer, relative to the project root
 

@@ -132,7 +132,7 @@ class _Progress:
 # %% ../../nbs/42_experiment.train.ipynb #2b658f23
 def check_span_cost(span_cost: float, # the weight of the span's measure in the loss
                     model: nn.Module | None = None): # when given: a positive cost needs its spans to have a threshold
-    "Refuse a span cost that is not a finite number >= 0, or a positive one for a model whose spans cannot be measured."
+    "Refuse a span cost that is not a finite number >= 0, or a positive one for a model with no span to measure."
     if isinstance(span_cost, bool) or not isinstance(span_cost, (int, float)) or not 0 <= span_cost < math.inf:
         raise ValueError(f"span_cost={span_cost!r} must be a finite number >= 0: the weight of the share of pairs the "
                          "span's windows keep in the loss (0: no cost, e.g. 0.01)")
@@ -141,7 +141,7 @@ def check_span_cost(span_cost: float, # the weight of the span's measure in the 
         except ValueError as e: raise ValueError(f"span_cost={span_cost!r} cannot be applied: {e}") from None
 
 def _windows(model: nn.Module) -> dict:
-    "Each layer's window (SpanSize) and the share of (query, key) pairs it keeps, for a model with a span; {} otherwise."
+    "Each layer's window (SpanSize) and the share of pairs it keeps, for a model with a span; {} otherwise."
     spans = model.spans() if hasattr(model, 'spans') else []
     if all(s['sigma'] is None for s in spans): return {}
     return dict(span_size=[s['span_size'] for s in spans],
@@ -293,7 +293,7 @@ def wandb_logger(mode: str, config: dict, name: str, directory: str | Path,
     run = wandb.init(project=project, name=name, group=group, config=config, mode=mode, dir=str(directory),
                      reinit='finish_previous')
     def log(record: dict, model: nn.Module):
-        numbers = {k: v for k, v in record.items() if k != 'epoch' and isinstance(v, (int, float))}  # the windows: span_metrics
+        numbers = {k: v for k, v in record.items() if k != 'epoch' and isinstance(v, (int, float))}  # windows: below
         run.log({**numbers, **span_metrics(model)}, step=record['epoch'])
     log.finish, log.run = run.finish, run
     return log
