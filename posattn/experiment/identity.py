@@ -42,6 +42,7 @@ def identity(cfg: dict) -> dict:
     cfg = {**TREATMENTS.get(cfg.get('treatment'), {}), **cfg}  # files older than the treatment options: the table's row
     out = {k: json.loads(json.dumps(v)) for k, v in cfg.items() if k not in NOT_IDENTITY}
     out.setdefault('amp', 'off')  # no mixed precision before the setting existed
+    out.setdefault('span_cost', 0.)  # no span cost before the setting existed
     if 'data_root' in cfg or 'dataset' in cfg: out['data_root'] = _data_root(cfg)
     return out
 

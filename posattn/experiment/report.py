@@ -6,8 +6,8 @@ Docs: https://posattn.github.io/posattn/experiment.report.html.md"""
 
 # %% auto #0
 __all__ = ['SYNTHETIC_MEANS', 'LABELS', 'SPAN_TREATMENTS', 'provenance', 'figure_tag', 'box_plot', 'figure5', 'figure6',
-           'span_on_image', 'image_shape', 'first_runs', 'figure7', 'pairs_kept', 'learned_sizes', 'learned_windows',
-           'best_by_epoch', 'advantage_rows', 'figure_advantage']
+           'span_on_image', 'image_shape', 'first_runs', 'figure7', 'learned_sizes', 'learned_windows', 'best_by_epoch',
+           'advantage_rows', 'figure_advantage']
 
 # %% ../../nbs/44a_experiment.report.ipynb #6d435b65
 import collections, json, math
@@ -18,7 +18,7 @@ import torch
 import matplotlib.pyplot as plt
 from ..core.geometry import relative_size
 from ..core.checks import check_choice
-from ..core.span import gaussian, span_size
+from ..core.span import gaussian, pairs_kept, span_size
 from .runs import SEEDS, TREATMENTS, PAPER_TREATMENTS, atomic_write_text, run_paths
 from .identity import config_diff
 from .stats import compare, in_seed_order, run_version, versions_label
@@ -175,11 +175,6 @@ def figure7(runs: Sequence[dict], tag: str) -> plt.Figure | None:
     return fig
 
 # %% ../../nbs/44a_experiment.report.ipynb #f68bf5f4
-def pairs_kept(span_size: Sequence[int], structure_size: Sequence[int]) -> float:
-    "Share of the N x N (query, key) pairs whose key lies inside the query's SpanSize window."
-    arms = [min((w - 1) // 2, s - 1) for w, s in zip(span_size, structure_size)]  # the window's arm per axis, at most the axis
-    return math.prod((s * (2 * a + 1) - a * (a + 1)) / s ** 2 for a, s in zip(arms, structure_size))
-
 def learned_sizes(runs: Sequence[dict], treatment: str) -> tuple[list[int], list[list[tuple[int, ...]]]]:
     "The structure of `treatment`'s runs with spans, and per layer the SpanSize each of those runs ended with."
     rs = [r for r in runs if r['treatment'] == treatment and r.get('spans')]

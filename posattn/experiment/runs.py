@@ -46,7 +46,7 @@ def profile_seeds(profile: str) -> tuple[int, ...]:
 # %% ../../nbs/40_experiment.runs.ipynb #6fc9161b
 _COMMON = dict(batch_size=20, accumulate=2, lr=1e-3, betas=(0.9, 0.999), d=64, heads=8, blocks=6, ffn=128,
                dropout=0.1, init_sigma=0.3, version=None, device='auto', threads=None, wandb_mode='disabled', wandb_group=None,
-               data_root=None, eval_batch_size=100, amp='off')
+               data_root=None, eval_batch_size=100, amp='off', span_cost=0.)
 PROFILES = {
     'paper': dict(_COMMON, dataset='cifar10', resolution=None, train_size=None, val_size=None, epochs=80,
                   eval_batch_size=20),
@@ -63,6 +63,10 @@ PROFILES = {
     # and 10,000 clips of moving digits at 4 x 4 x 4 (the same), at 3e-4, where every SIREN run of the 2-D probe learned
     'probe3d': dict(_COMMON, dataset='probe3d', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
     'clips':   dict(_COMMON, dataset='clips', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
+    # the span's cost (issue 56): CIFAR-10 at 16 x 16, where a small window pays in fast's time; one step per batch of
+    # 20, so that sigma can travel from 0.3 to a 5 x 5 window in a run of about five minutes on one core
+    'span16': dict(_COMMON, dataset=None, resolution=16, train_size=1600, val_size=1000, epochs=3, threads=1,
+                   accumulate=1),
 }
 OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu and study profiles prefer, relative to the project root
 

@@ -6,7 +6,8 @@ Docs: https://posattn.github.io/posattn/experiment.train.html.md"""
 
 # %% auto #0
 __all__ = ['AMP_MODES', 'WANDB_MODES', 'autocast', 'evaluate', 'read_checkpoint', 'checkpoint_diff', 'load_checkpoint',
-           'RunClock', 'best', 'train', 'wandb_unreachable', 'check_wandb', 'span_metrics', 'wandb_logger']
+           'RunClock', 'check_span_cost', 'best', 'train', 'wandb_unreachable', 'check_wandb', 'span_metrics',
+           'wandb_logger']
 
 # %% ../../nbs/42_experiment.train.ipynb #288c4757
 import ctypes, math, netrc, os, socket, time
@@ -19,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 from ..core.checks import check_choice, check_int
 from ..core.runtime import keep_freed_memory
+from ..core.span import mean_window_fraction, pairs_kept
 from .data import Splits
 from .runs import RunRefused, atomic_save, check_outputs, say
 from .identity import config_diff, mismatch_message, record_config
@@ -127,18 +129,38 @@ class _Progress:
             f"val acc {rec['val_acc']:.4f} ({_duration(rec['seconds'])}; about {self._left(rec['epoch'], self.steps)} left)")
         self.shown = time.time()
 
+# %% ../../nbs/42_experiment.train.ipynb #2b658f23
+def check_span_cost(span_cost: float, # the weight of the span's measure in the loss
+                    model: nn.Module | None = None): # when given: a positive cost needs its spans to have a threshold
+    "Refuse a span cost that is not a finite number >= 0, or a positive one for a model with no span to measure."
+    if isinstance(span_cost, bool) or not isinstance(span_cost, (int, float)) or not 0 <= span_cost < math.inf:
+        raise ValueError(f"span_cost={span_cost!r} must be a finite number >= 0: the weight of the share of pairs the "
+                         "span's windows keep in the loss (0: no cost, e.g. 0.01)")
+    if span_cost and model is not None:
+        try: mean_window_fraction(model, model.structure_size)
+        except ValueError as e: raise ValueError(f"span_cost={span_cost!r} cannot be applied: {e}") from None
+
+def _windows(model: nn.Module) -> dict:
+    "Each layer's window (SpanSize) and the share of pairs it keeps, for a model with a span; {} otherwise."
+    spans = model.spans() if hasattr(model, 'spans') else []
+    if all(s['sigma'] is None for s in spans): return {}
+    return dict(span_size=[s['span_size'] for s in spans],
+                pairs_kept=[pairs_kept(s['span_size'], model.structure_size) for s in spans])
+
 # %% ../../nbs/42_experiment.train.ipynb #c1f1ed5c
 def _epoch(model, opt, x, y, order, batch_size, accumulate, device, amp: str = 'off', # amp: one of AMP_MODES
-           report: Callable[[int, float], None] = lambda batch, loss: None) -> float: # told each batch and the mean loss so far
-    "One pass over the training images in `order`; the mean training loss."
+           report: Callable[[int, float], None] = lambda batch, loss: None, # told each batch and the mean loss so far
+           span_cost: float = 0.) -> float: # weight of the span's measure in each batch's loss
+    "One pass over the training images in `order`; the mean training loss (cross-entropy, the span's cost left out)."
     model.train()
     batches, total = order.split(batch_size), 0.
     opt.zero_grad()
     for i, idx in enumerate(batches):
         xb, yb = x[idx].to(device), y[idx].to(device)
         loss = F.cross_entropy(_scores(model, xb, amp, device), yb)
-        loss.backward()  # gradients of consecutive batches add up until the step
         total += loss.item() * len(idx)
+        if span_cost: loss = loss + span_cost * mean_window_fraction(model, model.structure_size)
+        loss.backward()  # gradients of consecutive batches add up until the step
         if (i + 1) % accumulate == 0 or i == len(batches) - 1:
             opt.step()
             opt.zero_grad()
@@ -188,12 +210,14 @@ def train(model: nn.Module, data: Splits,
           stop_after: int | None = None, # stop after this epoch, as an interruption would
           progress: bool = True, # progress lines (see _Progress)
           clock: RunClock | None = None, # the run's clock (default: started now); filled in from the checkpoint
-          amp: str = 'off' # mixed precision of the forward pass, one of AMP_MODES
+          amp: str = 'off', # mixed precision of the forward pass, one of AMP_MODES
+          span_cost: float = 0. # weight of the span's measure (the share of pairs its windows keep) in the loss
          ) -> list[dict]: # per-epoch records
     "Train `model` on `data` (the loop of DECISIONS.md#training), resuming from `checkpoint` if it exists; the history."
     counts = dict(epochs=epochs, batch_size=batch_size, accumulate=accumulate)
     epochs, batch_size, accumulate = (check_int(name, val) for name, val in counts.items())
     check_choice('amp', amp, AMP_MODES)
+    check_span_cost(span_cost, model)
     config, clock = dict(config or {}), clock or RunClock(time.time())
     if checkpoint: check_outputs([checkpoint])
     ckpt = load_checkpoint(checkpoint, config, epochs) if checkpoint and Path(checkpoint).exists() else None
@@ -209,10 +233,10 @@ def train(model: nn.Module, data: Splits,
         order = torch.randperm(len(data.train_y), generator=shuffle)
         train_loss = _epoch(model, opt, data.train_x, y=data.train_y, order=order, batch_size=batch_size,
                             accumulate=accumulate, device=device, amp=amp,
-                            report=lambda b, l: report.batch(epoch, b, l))
+                            report=lambda b, l: report.batch(epoch, b, l), span_cost=span_cost)
         val_loss, val_acc = evaluate(model, data.val_x, data.val_y, eval_batch_size, device, amp)
         history.append(dict(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_acc=val_acc,
-                            seconds=time.time() - t0))
+                            seconds=time.time() - t0, **_windows(model)))
         if checkpoint: _save_checkpoint(checkpoint, model, opt, shuffle=shuffle, history=history, config=config,
                                         clock=clock)
         report.epoch(history[-1])
@@ -269,6 +293,7 @@ def wandb_logger(mode: str, config: dict, name: str, directory: str | Path,
     run = wandb.init(project=project, name=name, group=group, config=config, mode=mode, dir=str(directory),
                      reinit='finish_previous')
     def log(record: dict, model: nn.Module):
-        run.log({**{k: v for k, v in record.items() if k != 'epoch'}, **span_metrics(model)}, step=record['epoch'])
+        numbers = {k: v for k, v in record.items() if k != 'epoch' and isinstance(v, (int, float))}  # windows: below
+        run.log({**numbers, **span_metrics(model)}, step=record['epoch'])
     log.finish, log.run = run.finish, run
     return log

@@ -229,6 +229,11 @@ class TimmClassifier(nn.Module):
         super().__init__()
         self.vit, self.grid = vit, tuple(vit.patch_embed.grid_size)
 
+    @property
+    def structure_size(self) -> tuple[int, int]:
+        "StructureSize of its attention: the patch grid (a Classifier's is its image grid)."
+        return self.grid
+
     def forward(self, x: Tensor) -> Tensor: # [B, H, W, C] -> logits [B, classes]
         return self.vit(x.permute(0, 3, 1, 2))
 
@@ -263,4 +268,3 @@ def vit_classifier(channels: int, classes: int,
     if pe != 'none' or span != 'off': vit = convert_vit(vit, pe, span, threshold, pos_embed=pos_embed, **options)
     elif pos_embed == 'drop': vit.pos_embed = None
     return TimmClassifier(vit)
-
