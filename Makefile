@@ -25,7 +25,7 @@ LAB_PORT ?= 8888
 # The documentation site: every notebook executed (long cells skipped, and marked), with the API reference.
 DOCS_JOBS ?= 2
 
-.PHONY: setup demo test install-check export readme check-sync docs docs-check reproduce tables study open-questions vit grid study-3d bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
+.PHONY: setup demo test install-check export readme check-sync docs docs-check reproduce tables study open-questions vit grid study-3d today today-runs bench gpu-check lab browser lab-check slurm-up slurm-down test-slurm
 
 setup: $(STAMP)
 
@@ -198,12 +198,13 @@ vit: $(STAMP)
 
 # `make grid [JOBS=2]`: one model at every grid (nbs/study_grid.ipynb). Through the sweep, checkpoints kept under
 # results/grid/: the ViT of `make vit` with timm's absolute embedding, SIREN, the span, the relative-bias table and RoPE
-# (the paper's five RandomStates), and the probe at 3e-4 with SIREN, the bias table, RoPE and no positions (nine). Then
+# (the paper's five RandomStates), and the probe at 3e-4 with SIREN, the bias table, RoPE and no positions (nine), each with
+# today's learned rotations (RoPE-Mixed, LieRE, ComRoPE) beside them. Then
 # every run is evaluated at other sizes and aspects, SIREN and the span under both coordinate choices
 # (posattn.experiment.evaluate, answers stored beside each run): tables in results/grid/tables/, figure
 # figures/grid/grid_sizes.png. About 6 CPU-hours on this machine's CPUs, resumable.
-GRID_VIT ?= vit_abs_2d vit_siren_2d vit_span_2d vit_rel_bias_2d vit_rope_2d
-GRID_PROBE ?= siren_2d rel_bias_2d rope_2d none_2d
+GRID_VIT ?= vit_abs_2d vit_siren_2d vit_span_2d vit_rel_bias_2d vit_rope_2d vit_rope_mixed_2d vit_liere_2d vit_comrope_2d
+GRID_PROBE ?= siren_2d rel_bias_2d rope_2d none_2d rope_mixed_2d liere_2d comrope_2d
 grid: $(STAMP)
 	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
 	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
@@ -226,6 +227,31 @@ study-3d: $(STAMP)
 	  --results-dir results/lr1e-3 --jobs $(JOBS) || exit 1; done
 	$(BIN)/papermill --cwd nbs nbs/study_3d.ipynb results/study_3d/study_3d.ipynb
 	@echo "study-3d: tables in results/study_3d/, figures in figures/study_3d/"
+
+# `make today`: the paper's encoding against today's (nbs/study_today.ipynb), from whatever runs have finished, nothing
+# trained: the grid study evaluates the finished runs it has not evaluated yet (one process, answers stored beside each
+# run, never repeated; one ViT run at its eight sizes took 1.6 CPU-minutes, 5.4 minutes of wall time beside two training
+# runs), then the comparison's tables in results/today/, its figure figures/today/accuracy_by_size.png, and the README
+# pages.
+# `make today-runs [JOBS=2]` first trains what is missing of its runs through the sweep (resumable): the ViT and the 2-D
+# probe arms with `make grid`'s settings, and RoPE-Mixed, LieRE and ComRoPE on the 3-D probe (nine RandomStates at 3e-4).
+TODAY_3D ?= rope_mixed_3d liere_3d comrope_3d
+today: $(STAMP)
+	$(BIN)/papermill --cwd nbs nbs/study_grid.ipynb results/grid/study_grid.ipynb
+	@mkdir -p results/today/notebooks
+	$(BIN)/papermill --cwd nbs nbs/study_today.ipynb results/today/notebooks/study_today.ipynb
+	$(MAKE) --no-print-directory readme
+	@echo "today: tables in results/today/, figure figures/today/accuracy_by_size.png, the section in results/README.md"
+
+today-runs: $(STAMP)
+	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
+	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
+	$(BIN)/python -m posattn.sweep --profile vit --treatments $(filter vit_rope_mixed_2d vit_liere_2d vit_comrope_2d,$(GRID_VIT)) \
+	  --results-dir results/grid --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe --treatments $(filter rope_mixed_2d liere_2d comrope_2d,$(GRID_PROBE)) \
+	  -p lr=0.0003 --results-dir results/grid --jobs $(JOBS)
+	$(BIN)/python -m posattn.sweep --profile probe3d --treatments $(TODAY_3D) --jobs $(JOBS)
+	$(MAKE) --no-print-directory today
 
 # Appendix A.4 and the fast version's benchmark: one layer's forward+backward time and peak memory, each case in a fresh
 # process; writes results/bench/*.json and figures/*_time_memory.png. Then the training benchmark: one training step of

@@ -2,7 +2,8 @@
 """The committed tables and figures, rebuilt from the committed runs with nothing trained: Tables 5-7 of each profile
 (nbs/reproduce.ipynb) and the study's tables (nbs/study.ipynb), in the order `make study` ends with, then the open
 questions' (nbs/study_open_questions.ipynb), the timm ViT comparison's (nbs/study_vit.ipynb), the 3-D study's
-(nbs/study_3d.ipynb) and the grid study's (nbs/study_grid.ipynb, from the stored evaluations); timings are read, never measured. `make tables` rebuilds them in place.
+(nbs/study_3d.ipynb), the grid study's (nbs/study_grid.ipynb, from the stored evaluations) and the paper's encoding against
+today's (nbs/study_today.ipynb, from the same evaluations and the grid study's tables); timings are read, never measured. `make tables` rebuilds them in place.
 With --check (`make check-sync`) they are rebuilt in a copy of results/ and the command fails, naming each file, when a
 committed one differs from what the runs make, is missing, or is no longer made: a run committed without its tables,
 or tables left from older code.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ('cpu', 'study', 'probe')  # the profiles whose tables are committed, in `make study`'s order
-TABLES = tuple(f'{p}/tables' for p in PROFILES) + ('open', 'vit/tables', 'study_3d', 'grid/tables')  # the folders of results/ that hold tables (open/: inputs too)
+TABLES = tuple(f'{p}/tables' for p in PROFILES) + ('open', 'vit/tables', 'study_3d', 'grid/tables', 'today')  # the folders of results/ that hold tables (open/: inputs too)
 SUFFIXES = ('.md', '.csv')  # a table is written as both
 
 
@@ -29,6 +30,7 @@ def rebuild(results: Path | None = None, figures: Path | None = None) -> None:
     jobs.append(('study_vit', [], out / 'vit' / 'study_vit.ipynb'))
     jobs.append(('study_3d', ['-p', 'measure', 'False'], out / 'study_3d' / 'study_3d.ipynb'))
     jobs.append(('study_grid', ['-p', 'measure', 'False'], out / 'grid' / 'study_grid.ipynb'))
+    jobs.append(('study_today', [], out / 'today' / 'notebooks' / 'study_today.ipynb'))  # after the grid study: reads its tables
     for notebook, params, executed in jobs:
         executed.parent.mkdir(parents=True, exist_ok=True)
         print(f'{notebook}.ipynb {" ".join(params[1:])}', flush=True)
