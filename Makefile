@@ -184,6 +184,27 @@ open-questions: $(STAMP)
 	$(BIN)/papermill --cwd nbs nbs/study_open_questions.ipynb results/open/study_open_questions.ipynb
 	@echo "open questions: tables in results/open/, figures in figures/open/"
 
+# `make span-cost`: a span that learns to save compute (nbs/study_span_cost.ipynb). Through the sweep, resumable (finished
+# runs skipped, checkpoints kept beside them): span_2d_threshold on the span16 profile (CIFAR-10 at 16x16, 3 epochs) at
+# each span_cost of SPAN_COSTS and RandomStates SPAN_COST_SEEDS, whole RandomStates first, one run at a time; results in
+# results/span_cost/cost-<value>/. Then the notebook: every finished run timed under fast at its learned windows against
+# the same model over the full span (stored beside it as timing-seed-<seed>.json, never measured twice; about 3 minutes
+# a run on a busy 2-core machine), tables in results/span_cost/tables/, figures in figures/span_cost/; then the README
+# pages. `make tables` rebuilds the tables and figures from the stored timings, training and timing nothing.
+SPAN_COSTS ?= 0 1 0.1 0.01
+SPAN_COST_SEEDS ?= 9188 2755 1321
+.PHONY: span-cost
+span-cost: $(STAMP)
+	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
+	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
+	for seed in $(SPAN_COST_SEEDS); do for cost in $(SPAN_COSTS); do \
+	  $(BIN)/python -m posattn.sweep --profile span16 --treatments span_2d_threshold --seeds $$seed -p span_cost=$$cost \
+	    --results-dir results/span_cost/cost-$$cost --jobs 1 || exit 1; done; done
+	@mkdir -p results/span_cost/notebooks
+	$(BIN)/papermill --cwd nbs nbs/study_span_cost.ipynb results/span_cost/notebooks/study_span_cost.ipynb
+	$(MAKE) --no-print-directory readme
+	@echo "span-cost: tables in results/span_cost/tables/, figures in figures/span_cost/, the section in results/README.md"
+
 # `make vit [JOBS=2]`: a timm Vision Transformer on the offline CIFAR-10 copy (nbs/study_vit.ipynb): timm's absolute
 # positions, no positions, and its attention converted to 2-D SIREN without and with the span, the paper's five
 # RandomStates each (the vit profile: 32x32 images in 4x4 patches, 4,000 images, 4 epochs), through the sweep; then the

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ('cpu', 'study', 'probe')  # the profiles whose tables are committed, in `make study`'s order
 TABLES = tuple(f'{p}/tables' for p in PROFILES) + ('open', 'vit/tables', 'study_3d', 'grid/tables', 'today')  # the folders of results/ that hold tables (open/: inputs too)
 SUFFIXES = ('.md', '.csv')  # a table is written as both
+TABLES += ('span_cost/tables',)  # the span's cost (nbs/study_span_cost.ipynb)
 
 
 def rebuild(results: Path | None = None, figures: Path | None = None) -> None:
@@ -31,6 +32,7 @@ def rebuild(results: Path | None = None, figures: Path | None = None) -> None:
     jobs.append(('study_3d', ['-p', 'measure', 'False'], out / 'study_3d' / 'study_3d.ipynb'))
     jobs.append(('study_grid', ['-p', 'measure', 'False'], out / 'grid' / 'study_grid.ipynb'))
     jobs.append(('study_today', [], out / 'today' / 'notebooks' / 'study_today.ipynb'))  # after the grid study: reads its tables
+    jobs.append(('study_span_cost', ['-p', 'measure', 'False'], out / 'span_cost' / 'notebooks' / 'study_span_cost.ipynb'))
     for notebook, params, executed in jobs:
         executed.parent.mkdir(parents=True, exist_ok=True)
         print(f'{notebook}.ipynb {" ".join(params[1:])}', flush=True)
