@@ -28,6 +28,7 @@ def turn_pairs(x: Tensor, # queries or keys [..., N, d_H]
     x0, x1 = x.unflatten(-1, (-1, 2)).unbind(-1)
     return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).flatten(-2)
 
+# %% ../../nbs/17_encodings.rope.ipynb #ro7a1b2c
 class RotaryEncoding(nn.Module):
     "Axial RoPE: feature pairs of each head turned by angles linear in one coordinate each (pairs shared out over the coordinates)."
     def __init__(self, dims: int, # positional dimensions n

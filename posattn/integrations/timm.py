@@ -170,6 +170,7 @@ def _converted(attn: nn.Module, entry: TimmAttention, rotation: TimmRotation | N
             for name, value in rotation.state.items(): getattr(block.encoding, name).copy_(value)
     return block
 
+# %% ../../nbs/31_integrations.timm.ipynb #tm7a1b2c
 def _fresh(name: str, rotation: TimmRotation | None, pe: str, span: str) -> str | None:
     "One line: what of a timm model's positions is dropped and what starts fresh (None: its rotation carried, no span)."
     if rotation is None: return None
@@ -191,6 +192,7 @@ def _entry(table: dict[type, TimmAttention], block: nn.Module, i: int) -> TimmAt
         raise ValueError(f"blocks[{i}].attn has {', '.join(odd)}: the block computes plain attention, without these")
     return entry
 
+# %% ../../nbs/31_integrations.timm.ipynb #tm7a1b2d
 def convert_vit(model: nn.Module, # a timm VisionTransformer, Eva, or a model built on them (DeiT, RoPE-ViT, ...)
                 pe: str = 'siren', # the blocks' relative encoding (RELATIVE_ENCODINGS), 'none' for timm's attention
                 span: str = 'off', # 'off', 'gaussian' or 'covariance'
