@@ -91,8 +91,10 @@ class LieRotaryEncoding(nn.Module):
         "exp(sum_k p_k A_k) of every token of the grid, per head and block."
         pos = positions(structure_size, self.weight.device).to(self.weight.dtype)
         M = torch.einsum('nk,khbij->hnbij', pos, self.generators())
-        # torch.compile cannot trace taylor_exp's squarings (their number is read from the data): matrix_exp there
-        return matrix_exp(M) if torch.compiler.is_compiling() else taylor_exp(M)
+        # taylor_exp reads its count of squarings from the data: a host sync on a GPU and a break in torch.compile's
+        # graph, so it runs eagerly on the CPU, where it is faster, and matrix_exp runs everywhere else
+        eager_cpu = M.device.type == 'cpu' and not torch.compiler.is_compiling()
+        return taylor_exp(M) if eager_cpu else matrix_exp(M)
 
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "The rotate slot, its rotations computed once for the call."

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 from ..core.checks import check_choice, check_int
 from ..core.runtime import keep_freed_memory
-from ..core.span import mean_window_fraction, pairs_kept
+from ..core.span import CovarianceSpan, DifferentiableSpan, mean_window_fraction, pairs_kept
 from .data import Splits
 from .runs import RunRefused, atomic_save, check_outputs, say
 from .identity import config_diff, mismatch_message, record_config
@@ -142,10 +142,11 @@ def check_span_cost(span_cost: float, # the weight of the span's measure in the 
 
 def _windows(model: nn.Module) -> dict:
     "Each layer's window (SpanSize) and the share of pairs it keeps, for a model with a span; {} otherwise."
-    spans = model.spans() if hasattr(model, 'spans') else []
-    if all(s['sigma'] is None for s in spans): return {}
-    return dict(span_size=[s['span_size'] for s in spans],
-                pairs_kept=[pairs_kept(s['span_size'], model.structure_size) for s in spans])
+    S = getattr(model, 'structure_size', None)  # read from the span modules alone: `spans()` also reads learned w0
+    spans = [m for m in model.modules() if isinstance(m, (DifferentiableSpan, CovarianceSpan))]
+    if not spans or S is None: return {}
+    sizes = [list(span.span_size(S)) for span in spans]  # the layers' order
+    return dict(span_size=sizes, pairs_kept=[pairs_kept(z, S) for z in sizes])
 
 # %% ../../nbs/42_experiment.train.ipynb #c1f1ed5c
 def _epoch(model, opt, x, y, order, batch_size, accumulate, device, amp: str = 'off', # amp: one of AMP_MODES
