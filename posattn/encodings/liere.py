@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.checks import check_int
-from .terms import PositionTerms, positions
+from .terms import Encoding, PositionTerms, positions
 
 # %% ../../nbs/17b_encodings.liere.ipynb #30c81cdb
 def check_block(d: int, heads: int, block: int, name: str) -> int:
@@ -46,8 +46,9 @@ def turn_blocks(x: Tensor, # queries or keys [B, H, N, d_H]
     return y.flatten(-2)
 
 # %% ../../nbs/17b_encodings.liere.ipynb #24db16a2
-class LieRotaryEncoding(nn.Module):
+class LieRotaryEncoding(Encoding, nn.Module):
     "LieRE: each head's feature blocks turned by exp(sum_k p_k A_k), learned skew-symmetric generators per dimension."
+    rotates = True
     def __init__(self, dims: int, # positional dimensions n: one generator each
                  d: int = 64, # features of the layer
                  heads: int = 8, # H
