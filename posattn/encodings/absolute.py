@@ -16,7 +16,8 @@ from torch import nn, Tensor
 from .siren import sinusoids
 from ..core.checks import check_int, check_positive
 from ..core.geometry import check_structure_size
-from .terms import Encoding, pairs_per_axis, positions
+from .encoding import Encoding
+from .terms import pairs_per_axis, positions
 
 # %% ../../nbs/12_encodings.absolute.ipynb #2c2b55da
 def _check_absolute(d: int, dims: int):

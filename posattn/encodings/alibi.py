@@ -11,7 +11,8 @@ __all__ = ['alibi_slopes', 'AlibiEncoding']
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .terms import Encoding, PositionTerms
+from .encoding import Encoding
+from .terms import PositionTerms
 
 # %% ../../nbs/18_encodings.alibi.ipynb #d5be9640
 def alibi_slopes(heads: int) -> Tensor: # [H]

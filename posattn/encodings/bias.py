@@ -12,7 +12,8 @@ import math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .terms import Encoding, PositionTerms, check_max_offset, learned_table, table_index, table_size
+from .encoding import Encoding
+from .terms import PositionTerms, check_max_offset, learned_table, table_index, table_size
 from ..core.checks import check_int
 from ..core.geometry import fixed_reference, normalise, scale_size
 

@@ -12,7 +12,8 @@ import math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .terms import Encoding, PositionTerms, positions
+from .encoding import Encoding
+from .terms import PositionTerms, positions
 from .rope_mixed import random_rotation
 from .liere import block_scales, check_block, matrix_exp, skew, turn_blocks
 

@@ -12,7 +12,8 @@ import math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .terms import Encoding, PositionTerms, check_max_offset, table_index, table_size
+from .encoding import Encoding
+from .terms import PositionTerms, check_max_offset, table_index, table_size
 
 # %% ../../nbs/15a_encodings.deberta.ipynb #2f4cf2f2
 class DisentangledEncoding(Encoding, nn.Module):

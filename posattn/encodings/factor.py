@@ -11,7 +11,8 @@ __all__ = ['RelativeFactor']
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .terms import Encoding, PositionTerms, check_max_offset, table_index, table_size
+from .encoding import Encoding
+from .terms import PositionTerms, check_max_offset, table_index, table_size
 
 # %% ../../nbs/15_encodings.factor.ipynb #2fc80aa5
 class RelativeFactor(Encoding, nn.Module):

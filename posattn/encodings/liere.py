@@ -13,7 +13,8 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.checks import check_int
-from .terms import Encoding, PositionTerms, positions
+from .encoding import Encoding
+from .terms import PositionTerms, positions
 
 # %% ../../nbs/17b_encodings.liere.ipynb #30c81cdb
 def check_block(d: int, heads: int, block: int, name: str) -> int:

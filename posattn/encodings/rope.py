@@ -12,7 +12,8 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.geometry import check_structure_size
-from .terms import Encoding, PositionTerms, pairs_per_axis, positions
+from .encoding import Encoding
+from .terms import PositionTerms, pairs_per_axis, positions
 
 # %% ../../nbs/17_encodings.rope.ipynb #607a7482
 def check_rope(d: int, heads: int, dims: int):
@@ -28,6 +29,7 @@ def turn_pairs(x: Tensor, # queries or keys [..., N, d_H]
     x0, x1 = x.unflatten(-1, (-1, 2)).unbind(-1)
     return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).flatten(-2)
 
+# %% ../../nbs/17_encodings.rope.ipynb #b9a7f6be
 class RotaryEncoding(Encoding, nn.Module):
     "Axial RoPE: feature pairs of each head turned by angles linear in one coordinate each (pairs shared out over the coordinates)."
     rotates = True

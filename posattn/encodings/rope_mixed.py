@@ -12,7 +12,8 @@ import itertools, math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .terms import Encoding, PositionTerms, pairs_per_axis, positions
+from .encoding import Encoding
+from .terms import PositionTerms, pairs_per_axis, positions
 from .rope import check_rope, turn_pairs
 
 # %% ../../nbs/17a_encodings.rope_mixed.ipynb #3e21b9ca

@@ -11,7 +11,8 @@ __all__ = ['ShawEncoding']
 import torch
 from torch import nn, Tensor
 from typing import Sequence
-from .terms import Encoding, PositionTerms, check_max_offset, learned_table, table_index, table_size
+from .encoding import Encoding
+from .terms import PositionTerms, check_max_offset, learned_table, table_index, table_size
 
 # %% ../../nbs/13_encodings.shaw.ipynb #68c00780
 class ShawEncoding(Encoding, nn.Module):

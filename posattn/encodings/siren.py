@@ -15,7 +15,7 @@ import torch
 from torch import nn, Tensor
 from ..core.checks import check_choice, check_int, check_positive
 from ..core.geometry import fixed_reference, normalise, relative_offsets, relative_size, scale_size
-from .terms import Encoding
+from .encoding import Encoding
 
 # %% ../../nbs/10_encodings.siren.ipynb #da965932
 def sinusoids(x: Tensor, # positions [...]
@@ -129,7 +129,6 @@ class SirenEncoding(Encoding, nn.Module):
         for l, lin in enumerate(body):
             h = torch.sin((w0_initial if l == 0 else w0) * lin(h)) if self.activation == 'sine' else torch.relu(lin(h))
         return last(h)
-
     def frequencies(self) -> tuple:
         "(w0_initial, w0) as used now: the numbers given, or the learned ones (positive tensors)."
         return (self.log_w0_initial.exp(), self.log_w0.exp()) if hasattr(self, 'log_w0') else (self.w0_initial, self.w0)

@@ -180,6 +180,7 @@ def _fresh(name: str, rotation: TimmRotation | None, pe: str, span: str) -> str 
     if not new: fresh = "no positions in the blocks (pe='none')"
     return f"{name}: timm's {rotation.source} frequencies {kept}; {fresh}"
 
+# %% ../../nbs/31_integrations.timm.ipynb #d8060da7
 def _entry(table: dict[type, TimmAttention], block: nn.Module, i: int) -> TimmAttention:
     "The table's entry for block i's attention, or a ValueError naming the entries there are or what it has unusual."
     attn = getattr(block, 'attn', None)

@@ -94,6 +94,7 @@ def _interpreted(r: Version) -> bool:
     try: return getattr(importlib.import_module(f"posattn.layers.{r.function.split(':')[0]}"), 'INTERPRETED', False)
     except ImportError: return False  # no Triton: the refusal says where the version runs
 
+# %% ../../nbs/20a_layers.table.ipynb #733baf50
 def _paper(name: str, r: Version, a: _Ask) -> str | None:
     if r.paper and a.pe is not None and a.pe not in PAPER_ENCODINGS:
         return (f"version={name!r} is one of the paper's layouts (Appendix A), which have slots for the paper's "
