@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 from ..core.checks import check_choice, check_int
 from ..core.runtime import keep_freed_memory
-from ..core.span import CovarianceSpan, DifferentiableSpan, mean_window_fraction, pairs_kept
+from ..core.span import SPAN_CLASSES, mean_window_fraction, pairs_kept
 from .data import Splits
 from .runs import RunRefused, atomic_save, check_outputs, say
 from .identity import config_diff, mismatch_message, record_config
@@ -143,7 +143,7 @@ def check_span_cost(span_cost: float, # the weight of the span's measure in the 
 def _windows(model: nn.Module) -> dict:
     "Each layer's window (SpanSize) and the share of pairs it keeps, for a model with a span; {} otherwise."
     S = getattr(model, 'structure_size', None)  # read from the span modules alone: `spans()` also reads learned w0
-    spans = [m for m in model.modules() if isinstance(m, (DifferentiableSpan, CovarianceSpan))]
+    spans = [m for m in model.modules() if isinstance(m, SPAN_CLASSES)]
     if not spans or S is None: return {}
     sizes = [list(span.span_size(S)) for span in spans]  # the layers' order
     return dict(span_size=sizes, pairs_kept=[pairs_kept(z, S) for z in sizes])
