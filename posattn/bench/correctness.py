@@ -11,7 +11,8 @@ __all__ = ['rel_error', 'grad_error', 'BlockCase', 'correctness', 'nan_semantics
 import copy, math, time, warnings
 from typing import Callable, NamedTuple
 import torch
-from ..layers.block import PositionalSelfAttention, VERSIONS, TERMS_VERSIONS, FUSED_VERSIONS, load_fused
+from ..layers.block import PositionalSelfAttention, VERSIONS, TERMS_VERSIONS, FUSED_VERSIONS
+from ..layers.table import load_version
 from ..encodings.catalogue import PAPER_ENCODINGS, RELATIVE_ENCODINGS, relative_terms
 from .layer import measured_layer, sync
 
@@ -110,7 +111,7 @@ def host_syncs(dev: torch.device) -> list[dict]:
         q, k, value = (torch.randn(2, 2, 256, 8, device=dev, requires_grad=True) for _ in range(3))
         terms = relative_terms(block.encoding, S, 2).times(lambda off: block.span(off, S))
         for version in _versions(dev):
-            f = VERSIONS[version] if version in VERSIONS else load_fused(version)
+            f = load_version(version)
             call = lambda: f(q, k, value, block.u, block.v, structure_size=S, span_size=W, terms=terms)  # every version takes terms
             call().sum().backward(); sync(dev)  # warm: cached layouts are built once, with a read of their own
             torch.cuda.set_sync_debug_mode('warn')

@@ -16,7 +16,7 @@ from typing import Callable, NamedTuple, Sequence
 import torch
 from ..core.checks import check_choice, check_positive
 from ..core.runtime import atomic_write_text, code_version
-from ..layers.block import FUSED_VERSIONS, load_fused
+from ..layers.table import FUSED_VERSIONS, load_version
 from ..layers.fast import attend_fast
 from ..encodings.catalogue import relative_terms
 from ..model.treatments import PAPER_TREATMENTS
@@ -202,7 +202,7 @@ def _against_fast(dev: torch.device, attend: Callable[[Callable], Callable[[], t
     row, res = {}, {}
     for name in ('fast', *FUSED_VERSIONS):
         try:
-            call = attend(attend_fast if name == 'fast' else load_fused(name))
+            call = attend(attend_fast if name == 'fast' else load_version(name))
             before, t = _allocated(dev), time.perf_counter()
             y = call(); res[name] = [y, *torch.autograd.grad((y * r).sum(), leaves)]; sync(dev)
             row[f'{name}_first_s'] = time.perf_counter() - t
@@ -235,7 +235,7 @@ def flex_probe(dev: torch.device, quick: bool, size: dict, time_left: Callable[[
         q, k, value = (torch.randn(B, H, side * side, d // H, device=dev, requires_grad=cuda) for _ in range(3))
         attend = lambda f: lambda: f(q, k, value, block.u, block.v, structure_size=S, span_size=W, terms=terms)
         if not cuda:  # flex has no backward on the CPU: outputs only
-            with torch.no_grad(): row['flex_out_err'] = rel_error(attend(load_fused('flex'))(), attend(attend_fast)())
+            with torch.no_grad(): row['flex_out_err'] = rel_error(attend(load_version('flex'))(), attend(attend_fast)())
             rows.append(row); continue
         leaves = [q, k, value, block.u, block.v, block.span.sigma, *block.encoding.parameters()]
         row |= _against_fast(dev, attend, leaves, torch.randn(B, H, side * side, d // H, device=dev), 5 if quick else 10)

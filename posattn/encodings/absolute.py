@@ -16,6 +16,7 @@ from torch import nn, Tensor
 from .siren import sinusoids
 from ..core.checks import check_int, check_positive
 from ..core.geometry import check_structure_size
+from .encoding import Encoding
 from .terms import pairs_per_axis, positions
 
 # %% ../../nbs/12_encodings.absolute.ipynb #2c2b55da
@@ -24,8 +25,9 @@ def _check_absolute(d: int, dims: int):
     if d % 2 or d // 2 < dims:
         raise ValueError(f"d={d} must be even with at least one sine-cosine pair per coordinate (dims={dims})")
 
-class SinusoidalPositions(nn.Module):
+class SinusoidalPositions(Encoding, nn.Module):
     "Fixed sinusoids of each coordinate of the position (d/2 pairs shared out over the coordinates), added to the tokens."
+    relative = False  # added to the tokens
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64): # features of the tokens
         super().__init__()
@@ -62,8 +64,9 @@ def _resampled(table: Tensor, # [*S, d]
     y = F.interpolate(x, size=structure_size, mode=mode, align_corners=False, antialias=mode == 'bicubic')
     return y[0].movedim(0, -1).to(table.dtype)
 
-class LearnedPositions(nn.Module):
+class LearnedPositions(Encoding, nn.Module):
     "A learned vector per position of a fixed structure (a table [*S, d]), added to the tokens."
+    relative = False  # added to the tokens
     def __init__(self, structure_size: Sequence[int], # S: the table has one entry per position
                  d: int = 64, # features of the tokens
                  init_std: float = 0.02): # standard deviation of the (truncated normal) initial entries

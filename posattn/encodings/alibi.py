@@ -11,6 +11,7 @@ __all__ = ['alibi_slopes', 'AlibiEncoding']
 from typing import Sequence
 import torch
 from torch import nn, Tensor
+from .encoding import Encoding
 from .terms import PositionTerms
 
 # %% ../../nbs/18_encodings.alibi.ipynb #d5be9640
@@ -18,7 +19,7 @@ def alibi_slopes(heads: int) -> Tensor: # [H]
     "m_h = 2^(-8h/H) for h = 1 .. H."
     return 2 ** (-8 * torch.arange(1, heads + 1, dtype=torch.float64) / heads)
 
-class AlibiEncoding(nn.Module):
+class AlibiEncoding(Encoding, nn.Module):
     "ALiBi: a fixed per-head slope times the (Euclidean) distance between query and key, subtracted from the logits."
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer (unused)

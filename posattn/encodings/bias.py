@@ -12,6 +12,7 @@ import math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
+from .encoding import Encoding
 from .terms import PositionTerms, check_max_offset, learned_table, table_index, table_size
 from ..core.checks import check_int
 from ..core.geometry import fixed_reference, normalise, scale_size
@@ -31,7 +32,7 @@ def t5_bucket(offsets: Tensor, # integer offsets [..., 1] (key minus query)
     return (delta > 0).long() * half + torch.where(dist < exact, dist, far.clamp(max=half - 1))
 
 # %% ../../nbs/14_encodings.bias.ipynb #63804185
-class RelativeBias(nn.Module):
+class RelativeBias(Encoding, nn.Module):
     "A learned scalar per head and offset, added to the logits: a table over clipped offsets, or T5's buckets in 1-D."
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer (unused: the bias is a scalar)
@@ -61,8 +62,9 @@ class RelativeBias(nn.Module):
         return PositionTerms(bias=lambda off: self.table[self.index(off)])
 
 # %% ../../nbs/14_encodings.bias.ipynb #4e25faa8
-class ContinuousBias(nn.Module):
+class ContinuousBias(Encoding, nn.Module):
     "A continuous relative bias (after Swin V2): a ReLU network from the normalised offset to one scalar per head."
+    scaled = True  # reads offsets over a size: coordinates apply
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer (unused: the bias is a scalar)
                  heads: int = 8, # H: one output per head

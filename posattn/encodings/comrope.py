@@ -12,6 +12,7 @@ import math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
+from .encoding import Encoding
 from .terms import PositionTerms, positions
 from .rope_mixed import random_rotation
 from .liere import block_scales, check_block, matrix_exp, skew, turn_blocks
@@ -30,8 +31,9 @@ def _powers(E: Tensor, # [..., b, b]
         step = _times(step, step)
     return out[:s]
 
-class CommutingRotaryEncoding(nn.Module):
+class CommutingRotaryEncoding(Encoding, nn.Module):
     "ComRoPE-LD: each head's feature blocks turned by exp((theta_beta . p)(P_beta - P_beta^T)): commuting, exactly relative."
+    rotates = True
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer
                  heads: int = 8, # H

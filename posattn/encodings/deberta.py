@@ -12,10 +12,11 @@ import math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
+from .encoding import Encoding
 from .terms import PositionTerms, check_max_offset, table_index, table_size
 
 # %% ../../nbs/15a_encodings.deberta.ipynb #2f4cf2f2
-class DisentangledEncoding(nn.Module):
+class DisentangledEncoding(Encoding, nn.Module):
     "DeBERTa: a table P of clipped offsets with its own key and query projections; c2p and p2c terms, scale 1/sqrt(3)."
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer (and of P)

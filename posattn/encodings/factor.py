@@ -11,10 +11,11 @@ __all__ = ['RelativeFactor']
 from typing import Sequence
 import torch
 from torch import nn, Tensor
+from .encoding import Encoding
 from .terms import PositionTerms, check_max_offset, table_index, table_size
 
 # %% ../../nbs/15_encodings.factor.ipynb #2fc80aa5
-class RelativeFactor(nn.Module):
+class RelativeFactor(Encoding, nn.Module):
     "The survey's multiplicative encoding: a learned factor per head of the clipped distance |delta| multiplies the score."
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer (unused: the factor is a scalar)

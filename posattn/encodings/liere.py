@@ -13,6 +13,7 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.checks import check_int
+from .encoding import Encoding
 from .terms import PositionTerms, positions
 
 # %% ../../nbs/17b_encodings.liere.ipynb #30c81cdb
@@ -70,8 +71,9 @@ def taylor_exp(M: Tensor # [..., b, b]
     return X.view(M.shape)
 
 # %% ../../nbs/17b_encodings.liere.ipynb #24db16a2
-class LieRotaryEncoding(nn.Module):
+class LieRotaryEncoding(Encoding, nn.Module):
     "LieRE: each head's feature blocks turned by exp(sum_k p_k A_k), learned skew-symmetric generators per dimension."
+    rotates = True
     def __init__(self, dims: int, # positional dimensions n: one generator each
                  d: int = 64, # features of the layer
                  heads: int = 8, # H

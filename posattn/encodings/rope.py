@@ -12,6 +12,7 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.geometry import check_structure_size
+from .encoding import Encoding
 from .terms import PositionTerms, pairs_per_axis, positions
 
 # %% ../../nbs/17_encodings.rope.ipynb #607a7482
@@ -29,8 +30,9 @@ def turn_pairs(x: Tensor, # queries or keys [..., N, d_H]
     return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).flatten(-2)
 
 # %% ../../nbs/17_encodings.rope.ipynb #ro7a1b2c
-class RotaryEncoding(nn.Module):
+class RotaryEncoding(Encoding, nn.Module):
     "Axial RoPE: feature pairs of each head turned by angles linear in one coordinate each (pairs shared out over the coordinates)."
+    rotates = True
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer
                  heads: int = 8, # H: each head's d_H features form d_H/2 pairs

@@ -12,6 +12,7 @@ import itertools, math
 from typing import Sequence
 import torch
 from torch import nn, Tensor
+from .encoding import Encoding
 from .terms import PositionTerms, pairs_per_axis, positions
 from .rope import check_rope, turn_pairs
 
@@ -37,8 +38,9 @@ def mixed_frequencies(dims: int, # positional dimensions n
     return torch.cat([m[None, :, None] * Q[:, None, :, k] for k, m in enumerate(banks)], 1)
 
 # %% ../../nbs/17a_encodings.rope_mixed.ipynb #329a19b1
-class MixedRotaryEncoding(nn.Module):
+class MixedRotaryEncoding(Encoding, nn.Module):
     "RoPE-Mixed: pair f of head h turned by omega_hf . p, learned frequency vectors that mix the axes."
+    rotates = True
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer
                  heads: int = 8, # H: each head's d_H features form d_H/2 pairs

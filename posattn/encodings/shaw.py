@@ -11,10 +11,11 @@ __all__ = ['ShawEncoding']
 import torch
 from torch import nn, Tensor
 from typing import Sequence
+from .encoding import Encoding
 from .terms import PositionTerms, check_max_offset, learned_table, table_index, table_size
 
 # %% ../../nbs/13_encodings.shaw.ipynb #68c00780
-class ShawEncoding(nn.Module):
+class ShawEncoding(Encoding, nn.Module):
     "Shaw et al.: learned key-space (and value-space) vectors of the clipped offset, shared by the heads."
     def __init__(self, dims: int, # positional dimensions n
                  d: int = 64, # features of the layer

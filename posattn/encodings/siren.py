@@ -6,7 +6,7 @@ Docs: https://posattn.github.io/posattn/encodings.siren.html.md"""
 
 # %% auto #0
 __all__ = ['SIREN_BIASES', 'SIREN_ACTIVATIONS', 'ENCODINGS', 'sinusoids', 'BaselineEncoding', 'check_siren_options', 'siren_init',
-           'SirenEncoding', 'make_encoding']
+           'SirenEncoding', 'NoEncoding', 'make_encoding']
 
 # %% ../../nbs/10_encodings.siren.ipynb #e50bb260
 import math
@@ -15,6 +15,7 @@ import torch
 from torch import nn, Tensor
 from ..core.checks import check_choice, check_int, check_positive
 from ..core.geometry import fixed_reference, normalise, relative_offsets, relative_size, scale_size
+from .encoding import Encoding
 
 # %% ../../nbs/10_encodings.siren.ipynb #da965932
 def sinusoids(x: Tensor, # positions [...]
@@ -24,8 +25,9 @@ def sinusoids(x: Tensor, # positions [...]
     xw = x[..., None] * w
     return torch.stack([xw.sin(), xw.cos()], -1).flatten(-2)
 
-class BaselineEncoding(nn.Module):
+class BaselineEncoding(Encoding, nn.Module):
     "Algorithm 3: sinusoids of the uncentred relative positions, then a linear layer d_s -> d."
+    paper = uses_v = scaled = True  # the paper's, with v; x = delta + S - 1 reads the offset over a size
     def __init__(self, d: int = 64, # output features
                  d_s: int = 64, # sinusoidal features, even
                  reference_size: Sequence[int] | None = None): # [R]: positions counted from R - 1, on any grid
@@ -82,8 +84,9 @@ def siren_init(linears: Sequence[nn.Linear], # SIREN's layers, first to last
             nn.init.uniform_(lin.bias, -math.pi / w, math.pi / w)
 
 # %% ../../nbs/10_encodings.siren.ipynb #995db6a0
-class SirenEncoding(nn.Module):
+class SirenEncoding(Encoding, nn.Module):
     "Algorithm 5: a SIREN from normalised relative coordinates in [-1, 1]^n to d features."
+    paper = uses_v = scaled = True  # the paper's, with v, over normalised offsets
     def __init__(self, n: int, # positional dimensions
                  d: int = 64, # output features
                  hidden: int = 64, # width of the hidden layers
@@ -126,23 +129,26 @@ class SirenEncoding(nn.Module):
         for l, lin in enumerate(body):
             h = torch.sin((w0_initial if l == 0 else w0) * lin(h)) if self.activation == 'sine' else torch.relu(lin(h))
         return last(h)
-
     def frequencies(self) -> tuple:
         "(w0_initial, w0) as used now: the numbers given, or the learned ones (positive tensors)."
         return (self.log_w0_initial.exp(), self.log_w0.exp()) if hasattr(self, 'log_w0') else (self.w0_initial, self.w0)
 
 # %% ../../nbs/10_encodings.siren.ipynb #8ff5da7a
-ENCODINGS = ('baseline', 'siren', 'none')
+class NoEncoding(Encoding):
+    "The paper's third choice, no positional encoding: the block holds None and has no v."
+    paper = True
+
+ENCODINGS = {'baseline': BaselineEncoding, 'siren': SirenEncoding, 'none': NoEncoding}  # the paper's, by name
 
 def make_encoding(pe: str, # one of ENCODINGS
                   dims: int, # positional dimensions n
                   d: int = 64,
                   reference_size: Sequence[int] | None = None, # R of coordinates='fixed'
-                  **siren_kwargs) -> nn.Module | None:
+                  **options) -> nn.Module | None: # the options of its class (SirenEncoding's hidden, w0, ...)
     "The relative positional encoding named `pe` with `d` output features (None for 'none')."
     check_choice('pe', pe, ENCODINGS)
     if pe == 'baseline' and dims != 1:
         raise ValueError(f"pe='baseline' is one-dimensional (Algorithm 3) but dims={dims}: use pe='siren'")
     if pe == 'none': return None
-    if pe == 'baseline': return BaselineEncoding(d, reference_size=reference_size)
-    return SirenEncoding(dims, d, reference_size=reference_size, **siren_kwargs)
+    if pe == 'baseline': return BaselineEncoding(d, reference_size=reference_size, **options)
+    return SirenEncoding(dims, d, reference_size=reference_size, **options)

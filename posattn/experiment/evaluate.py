@@ -17,7 +17,7 @@ from torch import Tensor
 from ..core.checks import check_choice
 from ..core.geometry import COORDINATES
 from ..core.runtime import atomic_write_text, code_version, resolve_device
-from ..encodings.catalogue import SCALED_ENCODINGS
+from ..encodings.catalogue import fixed_applies
 from .runs import RunRefused, read_result, run_paths, say
 from .identity import config_diff, record_config
 from .data import load_data
@@ -68,7 +68,7 @@ def _check_request(cfg: dict, size: tuple[int, int], coordinates: str | None):
         raise ValueError(f"size={list(size)} must be a multiple of the run's patch={cfg['patch']} along each side")
     if coordinates is None: return
     check_choice('coordinates', coordinates, COORDINATES)
-    if coordinates == 'fixed' and cfg.get('pe') not in SCALED_ENCODINGS and cfg.get('span', 'off') == 'off':
+    if coordinates == 'fixed' and not fixed_applies(cfg.get('pe'), cfg.get('span', 'off')):
         raise ValueError(f"coordinates='fixed' contradicts treatment={cfg['treatment']!r}: its encoding pe={cfg.get('pe')!r} "
                          f"reads integer offsets and it has no span, so no coordinate is normalised")
 

@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple, Sequence
 import torch
 from torch import nn, Tensor
 from ..core.checks import check_choice
-from ..layers.block import PositionalSelfAttention
+from ..layers.block import PositionalSelfAttention, fixed_on, span_report
 
 # %% ../../nbs/31_integrations.timm.ipynb #46ca5e52
 class TimmWeights(NamedTuple):
@@ -181,6 +181,7 @@ def _fresh(name: str, rotation: TimmRotation | None, pe: str, span: str) -> str 
     if not new: fresh = "no positions in the blocks (pe='none')"
     return f"{name}: timm's {rotation.source} frequencies {kept}; {fresh}"
 
+# %% ../../nbs/31_integrations.timm.ipynb #d8060da7
 def _entry(table: dict[type, TimmAttention], block: nn.Module, i: int) -> TimmAttention:
     "The table's entry for block i's attention, or a ValueError naming the entries there are or what it has unusual."
     attn = getattr(block, 'attn', None)
@@ -213,7 +214,7 @@ def convert_vit(model: nn.Module, # a timm VisionTransformer, Eva, or a model bu
     entries = [_entry(table, b, i) for i, b in enumerate(model.blocks)]  # every refusal before any work
     rotations = [e.rotation(model, i) for i, e in enumerate(entries)]
     grid = _PatchGrid(size) if getattr(model, 'dynamic_img_size', False) else size  # a grid per batch, or the model's
-    if options.get('coordinates') == 'fixed': options.setdefault('reference_size', tuple(size))  # a patch as on the built grid
+    fixed_on(options, size)  # a patch as on the built grid
     new = [TimmPositionalAttention(_converted(b.attn, e, r, pe, len(size), span=span, threshold=threshold,
                                               version=version, **options), grid, model.num_prefix_tokens)
            for b, e, r in zip(model.blocks, entries, rotations)]  # all built, then swapped
@@ -240,15 +241,9 @@ class TimmClassifier(nn.Module):
         return self.vit(x.permute(0, 3, 1, 2))
 
     def spans(self) -> list[dict]:
-        "Each block's sigma and SpanSize on the patch grid (None and RelativeSize for attention without a span)."
-        out = []
-        for i, b in enumerate(self.vit.blocks):
-            block = getattr(b.attn, 'block', None)  # None: timm's own attention
-            span = getattr(block, 'span', None)
-            sigma = span.sigma.detach().cpu().tolist() if span is not None else None
-            size = block.span_size(self.grid) if block is not None else tuple(2 * s - 1 for s in self.grid)
-            out.append(dict(layer=i, sigma=sigma, span_size=list(size)))
-        return out
+        "Each block's span on the patch grid, as a Classifier's (`span_report`): timm's own attention has none."
+        return [dict(layer=i, **span_report(getattr(b.attn, 'block', None), self.grid))  # None: timm's own attention
+                for i, b in enumerate(self.vit.blocks)]
 
 def vit_classifier(channels: int, classes: int,
                    structure_size: Sequence[int], # the images' (H, W), each a multiple of `patch`

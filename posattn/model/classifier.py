@@ -13,8 +13,8 @@ from typing import Sequence
 import torch
 from torch import nn, Tensor
 from ..core.checks import check_choice
-from ..core.geometry import check_structure_size, relative_size
-from ..layers.block import PositionalSelfAttention
+from ..core.geometry import check_structure_size
+from ..layers.block import PositionalSelfAttention, fixed_on, span_report
 from contextlib import nullcontext
 from ..encodings.spe import SPE, make_spe
 from ..layers.linear import LinearSelfAttention
@@ -78,17 +78,7 @@ class _LayerReport:
 
     def spans(self) -> list[dict]:
         "Each layer's sigma and SpanSize (None and RelativeSize without a span); learned w0 [initial, hidden]; a covariance span's L."
-        out = []
-        for i, block in enumerate(self.blocks):
-            att = block.attention
-            span = getattr(att, 'span', None)  # attentions without a span see the whole relative grid
-            sigma = span.sigma.detach().cpu().tolist() if span is not None else None
-            size = att.span_size(self.structure_size) if span is not None else relative_size(self.structure_size)
-            out.append(dict(layer=i, sigma=sigma, span_size=list(size)))
-            enc = getattr(att, 'encoding', None)
-            if hasattr(enc, 'log_w0'): out[-1]['w0'] = [float(f) for f in enc.frequencies()]  # learn_w0 only
-            if hasattr(span, 'cholesky'): out[-1]['factor'] = span.cholesky().detach().cpu().tolist()  # covariance only
-        return out
+        return [dict(layer=i, **span_report(b.attention, self.structure_size)) for i, b in enumerate(self.blocks)]
 
 # %% ../../nbs/30_model.classifier.ipynb #a6a7a7b6
 class Classifier(_LayerReport, nn.Module):
@@ -115,7 +105,7 @@ class Classifier(_LayerReport, nn.Module):
         super().__init__()
         self.structure_size = S
         options.setdefault('dims', len(S))
-        if options.get('coordinates') == 'fixed': options.setdefault('reference_size', S)  # a pixel as on the built grid
+        fixed_on(options, S)  # a pixel as on the built grid
         self.position = _absolute_position(attention, d, S, options)  # 'sinusoidal', 'learned': added to the tokens
         self.spe = _shared_spe(attention, d, options)
         self.embed = nn.Sequential(nn.Dropout(dropout), nn.Linear(channels, d))
