@@ -72,6 +72,8 @@ install-check: $(STAMP)
 # Fails when posattn/ is not what the notebooks export, a notebook is not clean, a README page is not what its notebook
 # makes, a benchmark page is not what its JSON makes (scripts/bench_pages.py --check) or a table not what its runs make.
 check-sync: $(STAMP)
+	@if ! $(BIN)/ruff format --check --quiet nbs; then \
+	  echo "ruff format would change the notebooks above: run ruff format nbs, then nbdev-export, and commit"; exit 1; fi
 	@tmp=$$(mktemp -d); cp -r posattn nbs "$$tmp"/; \
 	$(BIN)/nbdev-export; \
 	if ! diff -r -q -x __pycache__ "$$tmp"/posattn posattn; then \
@@ -86,9 +88,9 @@ check-sync: $(STAMP)
 	rm -rf "$$tmp"; $(BIN)/python scripts/bench_pages.py --check; $(BIN)/python scripts/tables.py --check; \
 	echo "posattn/, nbs/, the README pages, the benchmark pages and the tables are in sync and clean"
 
-# After editing notebooks: regenerate the package and README, and clean the notebooks.
+# After editing notebooks: format their code, regenerate the package and README, and clean the notebooks.
 export: $(STAMP)
-	$(BIN)/nbdev-export && $(BIN)/nbdev-clean && $(MAKE) --no-print-directory readme
+	$(BIN)/ruff format --quiet nbs && $(BIN)/nbdev-export && $(BIN)/nbdev-clean && $(MAKE) --no-print-directory readme
 
 # README.md is nbs/index.ipynb executed, with the input of `remove_input` cells hidden; the pages it links to are
 # nbs/results.ipynb (results/README.md) and nbs/benchmarks.ipynb (results/bench/README.md), their tables read from

@@ -11,13 +11,23 @@ __all__ = []
 # %% ../nbs/99_api.ipynb #64328cb8
 import importlib
 
-_PUBLIC = {'PositionalSelfAttention': 'layers.block', 'VERSIONS': 'layers.block', 'DEFAULT_VERSION': 'layers.block',
-           'MultiHeadSelfAttention': 'core.attention', 'SirenEncoding': 'encodings.siren',
-           'BaselineEncoding': 'encodings.siren', 'DifferentiableSpan': 'core.span'}
+_PUBLIC = {
+    'PositionalSelfAttention': 'layers.block',
+    'VERSIONS': 'layers.block',
+    'DEFAULT_VERSION': 'layers.block',
+    'MultiHeadSelfAttention': 'core.attention',
+    'SirenEncoding': 'encodings.siren',
+    'BaselineEncoding': 'encodings.siren',
+    'DifferentiableSpan': 'core.span',
+}
+
 
 def __getattr__(name: str):
     "The public names, imported on first use, so that `import posattn` (and the CLI's start) stays light."
-    if name not in _PUBLIC: raise AttributeError(f"module 'posattn' has no attribute {name!r}")
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'posattn' has no attribute {name!r}")
     return getattr(importlib.import_module(f'posattn.{_PUBLIC[name]}'), name)
 
-def __dir__(): return sorted([*globals(), *_PUBLIC])
+
+def __dir__():
+    return sorted([*globals(), *_PUBLIC])

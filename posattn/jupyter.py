@@ -13,6 +13,7 @@ from jupyter_client.provisioning import LocalProvisioner
 # %% ../nbs/98_jupyter.ipynb #64fe9dfe
 class CurveProvisioner(LocalProvisioner):
     "Launch the kernel like the local provisioner, with CurveZMQ keys unless the client chose a policy."
+
     async def pre_launch(self, **kwargs):
         "Ask for transport encryption when the client kept jupyter_client's default ('disabled')."
         if getattr(self.parent, 'transport_encryption', 'disabled') == 'disabled':
@@ -22,11 +23,20 @@ class CurveProvisioner(LocalProvisioner):
 # %% ../nbs/98_jupyter.ipynb #c30d555c
 def save_without_outputs(model: dict, path: str, contents_manager=None, **kwargs):
     "Jupyter's pre-save hook: every code cell's outputs and execution count cleared, then cleaned as nbdev-clean cleans."
-    if model.get('type') != 'notebook' or model['content'].get('nbformat') != 4: return
+    if model.get('type') != 'notebook' or model['content'].get('nbformat') != 4:
+        return
     for cell in model['content']['cells']:
-        if cell.get('cell_type') == 'code': cell['outputs'], cell['execution_count'] = [], None
+        if cell.get('cell_type') == 'code':
+            cell['outputs'], cell['execution_count'] = [], None
     from nbdev.clean import clean_nb  # a dev dependency (make setup), not one of a kernel's
     from nbdev.config import get_config
+
     cfg = get_config(path=getattr(contents_manager, 'root_dir', '.'))  # the project's [tool.nbdev] settings
-    clean_nb(model['content'], False, cfg.get('allowed_metadata_keys') or [], cfg.get('allowed_cell_metadata_keys') or [],
-             cfg.clean_ids, cfg.get('allowed_out_metadata_keys') or [])
+    clean_nb(
+        model['content'],
+        False,
+        cfg.get('allowed_metadata_keys') or [],
+        cfg.get('allowed_cell_metadata_keys') or [],
+        cfg.clean_ids,
+        cfg.get('allowed_out_metadata_keys') or [],
+    )

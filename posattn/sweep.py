@@ -11,4 +11,5 @@ __all__ = []
 import sys
 from .experiment.sweep import main
 
-if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())
+if __name__ == '__main__' and '__file__' in globals():
+    sys.exit(main())

@@ -20,29 +20,37 @@ from .layer import measured_layer, sync
 def rel_error(a: torch.Tensor, b: torch.Tensor) -> float:
     "max |a - b| / max |b| (NaN-aware: a NaN where b has none is an infinite error)."
     a, b = a.detach().double().cpu(), b.detach().double().cpu()
-    if not torch.equal(a.isnan(), b.isnan()): return math.inf
+    if not torch.equal(a.isnan(), b.isnan()):
+        return math.inf
     a, b = a.nan_to_num(), b.nan_to_num()
-    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item() if b.numel() else 0.
+    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item() if b.numel() else 0.0
+
 
 def grad_error(got: list, want: list) -> float:
     "The largest relative error over the gradients, leaving out the ones that are 0 up to rounding (under 1e-6 of the largest)."
     top = max(w.abs().max().item() for w in want)
-    return max([rel_error(g, w) for g, w in zip(got, want) if w.abs().max().item() > 1e-6 * top] or [0.])
+    return max([rel_error(g, w) for g, w in zip(got, want) if w.abs().max().item() > 1e-6 * top] or [0.0])
 
 # %% ../../nbs/47e_bench.correctness.ipynb #fee41edd
 class BlockCase(NamedTuple):
     "One case of the correctness check."
+
     structure: list[int]  # the structure size
     options: dict  # PositionalSelfAttention's keyword arguments besides d and heads
 
+
 def _cases(quick: bool) -> list[BlockCase]:
     "The correctness check's cases: the paper's encodings in 1-, 2- and 3-D, then every other relative encoding in 2-D."
-    cases = [BlockCase([20], dict(pe='baseline', span='gaussian', threshold=0.1)),
-             BlockCase([6, 7], dict(pe='siren', dims=2, span='gaussian', threshold=0.2)),
-             BlockCase([6, 7], dict(pe='siren', dims=2, span='gaussian')),
-             BlockCase([3, 4, 3], dict(pe='siren', dims=3, span='gaussian', threshold=0.2))]
-    if quick: return cases[1:3]
+    cases = [
+        BlockCase([20], dict(pe='baseline', span='gaussian', threshold=0.1)),
+        BlockCase([6, 7], dict(pe='siren', dims=2, span='gaussian', threshold=0.2)),
+        BlockCase([6, 7], dict(pe='siren', dims=2, span='gaussian')),
+        BlockCase([3, 4, 3], dict(pe='siren', dims=3, span='gaussian', threshold=0.2)),
+    ]
+    if quick:
+        return cases[1:3]
     return cases + [BlockCase([6, 7], dict(pe=pe, dims=2)) for pe in RELATIVE_ENCODINGS if pe not in PAPER_ENCODINGS]
+
 
 def _forward_backward(block, x, S, r) -> tuple[torch.Tensor, list[torch.Tensor]]:
     "Output and the gradients of (output * r).sum() for x and every parameter."
@@ -52,15 +60,20 @@ def _forward_backward(block, x, S, r) -> tuple[torch.Tensor, list[torch.Tensor]]
     grads = torch.autograd.grad((y * r).sum(), [x] + params, allow_unused=True)
     return y, [torch.zeros_like(t) if g is None else g for g, t in zip(grads, [x] + params)]
 
+
 def _versions(dev: torch.device) -> tuple[str, ...]:
     "Every version that runs forward and backward on `dev` (the fused ones on CUDA only)."
     return (*VERSIONS, *(FUSED_VERSIONS if dev.type == 'cuda' else ()))
 
-def correctness(dev: torch.device, quick: bool, bf16: bool = False, time_left: Callable[[], float] = lambda: math.inf) -> list[dict]:
+
+def correctness(
+    dev: torch.device, quick: bool, bf16: bool = False, time_left: Callable[[], float] = lambda: math.inf
+) -> list[dict]:
     "Every version and encoding on `dev` against Version 1 in float64 on the CPU: in float32, or on one case under bfloat16 autocast (as training runs it), within bfloat16's rounding."
     rows, (out_tol, grad_tol) = [], ((5e-2, 1e-1) if bf16 else (1e-4, 1e-3))
-    for case in (_cases(True)[:1] if bf16 else _cases(quick)):
-        if time_left() < 15: break  # the cases measured are counted in gpu.md
+    for case in _cases(True)[:1] if bf16 else _cases(quick):
+        if time_left() < 15:
+            break  # the cases measured are counted in gpu.md
         S, opts = case.structure, case.options
         torch.manual_seed(0)
         ref_block = PositionalSelfAttention(16, 2, version='v1', **opts).double()
@@ -68,14 +81,20 @@ def correctness(dev: torch.device, quick: bool, bf16: bool = False, time_left: C
         want_y, want_g = _forward_backward(ref_block, x, S, r)
         for version in _versions(dev):
             # other encodings: the versions of the terms; Triton's (each geometry a compilation) in its own notebook
-            if opts['pe'] not in PAPER_ENCODINGS and (version not in TERMS_VERSIONS or version.startswith('triton')): continue
+            if opts['pe'] not in PAPER_ENCODINGS and (version not in TERMS_VERSIONS or version.startswith('triton')):
+                continue
             block = copy.deepcopy(ref_block).float().to(dev)
             block.version = version
             with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
                 y, g = _forward_backward(block, x.float().to(dev), S, r.float().to(dev))
-            row = dict(structure=S, **{k: v for k, v in opts.items() if k != 'dims'}, version=version,
-                       window=list(block.span_size(S)), out_err=rel_error(y.float(), want_y),
-                       grad_err=grad_error([t.float() for t in g], want_g))
+            row = dict(
+                structure=S,
+                **{k: v for k, v in opts.items() if k != 'dims'},
+                version=version,
+                window=list(block.span_size(S)),
+                out_err=rel_error(y.float(), want_y),
+                grad_err=grad_error([t.float() for t in g], want_g),
+            )
             rows.append(row | dict(ok=row['out_err'] < out_tol and row['grad_err'] < grad_tol))
     return rows
 
@@ -84,18 +103,23 @@ def nan_semantics(dev: torch.device) -> list[dict]:
     "A NaN in a token reaches exactly the queries whose window holds it, on the device, in every version."
     rows = []
     S, (r, c) = [9, 10], (6, 0)
-    for threshold in (0.1, 0.):
+    for threshold in (0.1, 0.0):
         torch.manual_seed(0)
         block = PositionalSelfAttention(16, 2, pe='siren', dims=2, span='gaussian', threshold=threshold).to(dev)
-        with torch.no_grad(): block.span.sigma.copy_(torch.tensor([0.05, 0.05]))
+        with torch.no_grad():
+            block.span.sigma.copy_(torch.tensor([0.05, 0.05]))
         x = torch.randn(2, math.prod(S), 16, device=dev)
         x.view(2, *S, 16)[0, r, c, 3] = math.nan
         reach = [(w - 1) // 2 for w in block.span_size(S)]
         rows_, cols = torch.meshgrid(torch.arange(S[0]), torch.arange(S[1]), indexing='ij')
         hit = ((rows_ - r).abs() <= reach[0]) & ((cols - c).abs() <= reach[1])
-        for version in (*_versions(dev), *(() if dev.type == 'cuda' else ('flex',))):  # flex runs forward on the CPU too
+        for version in (
+            *_versions(dev),
+            *(() if dev.type == 'cuda' else ('flex',)),
+        ):  # flex runs forward on the CPU too
             block.version = version
-            with torch.no_grad(): y = block(x, S).cpu()
+            with torch.no_grad():
+                y = block(x, S).cpu()
             ok = torch.equal(y[0].isnan().any(-1).view(*S), hit) and bool(torch.isfinite(y[1]).all())
             rows.append(dict(version=version, threshold=threshold, window=list(block.span_size(S)), ok=ok))
     return rows
@@ -103,7 +127,8 @@ def nan_semantics(dev: torch.device) -> list[dict]:
 # %% ../../nbs/47e_bench.correctness.ipynb #45929a13
 def host_syncs(dev: torch.device) -> list[dict]:
     "Synchronisations CUDA reports during one attention call (the window given), after a warm-up call, per version."
-    if dev.type != 'cuda': return []
+    if dev.type != 'cuda':
+        return []
     rows, S = [], (16, 16)
     for W in ((5, 5), (31, 31)):
         torch.manual_seed(0)
@@ -112,16 +137,21 @@ def host_syncs(dev: torch.device) -> list[dict]:
         terms = relative_terms(block.encoding, S, 2).times(lambda off: block.span(off, S))
         for version in _versions(dev):
             f = load_version(version)
-            call = lambda: f(q, k, value, block.u, block.v, structure_size=S, span_size=W, terms=terms)  # every version takes terms
-            call().sum().backward(); sync(dev)  # warm: cached layouts are built once, with a read of their own
+            call = lambda: f(
+                q, k, value, block.u, block.v, structure_size=S, span_size=W, terms=terms
+            )  # every version takes terms
+            call().sum().backward()
+            sync(dev)  # warm: cached layouts are built once, with a read of their own
             torch.cuda.set_sync_debug_mode('warn')
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter('always')
                     out = call()
                 torch.cuda.set_sync_debug_mode(0)
-                out.sum().backward(); sync(dev)
-            finally: torch.cuda.set_sync_debug_mode(0)
+                out.sum().backward()
+                sync(dev)
+            finally:
+                torch.cuda.set_sync_debug_mode(0)
             syncs = [str(w.message).split('\n')[0][:120] for w in caught if 'synchroniz' in str(w.message).lower()]
             rows.append(dict(version=version, window=list(W), forward_syncs=len(syncs), first=syncs[:2]))
     return rows
@@ -130,17 +160,25 @@ def host_syncs(dev: torch.device) -> list[dict]:
 def compiled_block(dev: torch.device, quick: bool) -> list[dict]:
     "torch.compile of the block against eager on `dev`: every version, SIREN in 2-D with a thresholded span."
     import torch._dynamo
+
     rows, S = [], [6, 7]
-    for version in (('fast', 'v1') if quick else _versions(dev)):
-        torch._dynamo.reset(); torch.manual_seed(0)
-        block = PositionalSelfAttention(16, 2, pe='siren', dims=2, span='gaussian', threshold=0.2, version=version).to(dev)
+    for version in ('fast', 'v1') if quick else _versions(dev):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        block = PositionalSelfAttention(16, 2, pe='siren', dims=2, span='gaussian', threshold=0.2, version=version).to(
+            dev
+        )
         x, r = torch.randn(2, 42, 16, device=dev), torch.randn(2, 42, 16, device=dev)
         t = time.perf_counter()
         try:
             want_y, want_g = _forward_backward(block, x, S, r)
             y, g = _forward_backward(torch.compile(block), x, S, r)
-            row = dict(version=version, out_err=rel_error(y, want_y), grad_err=grad_error(g, want_g),
-                       compile_s=round(time.perf_counter() - t, 1))
+            row = dict(
+                version=version,
+                out_err=rel_error(y, want_y),
+                grad_err=grad_error(g, want_g),
+                compile_s=round(time.perf_counter() - t, 1),
+            )
             rows.append(row | dict(ok=row['out_err'] < 1e-5 and row['grad_err'] < 1e-4))
         except Exception as e:
             rows.append(dict(version=version, ok=False, error=f'{type(e).__name__}: {str(e)[:300]}'))

@@ -27,18 +27,25 @@ from .device_report import AMPS, markdown, targets
 
 # %% ../../nbs/47g_bench.device.ipynb #0a672cae
 PAPER = dict(batch=20, blocks=6, d=64, heads=8, sides=(32, 16))  # the paper's configuration (Section 5), and 16x16
-SMALL = dict(batch=4, blocks=2, d=16, heads=2, sides=(8,))  # the CPU pass: the same code paths at a size CI runs in seconds
-PAPER_RUN = dict(epochs=80, train=40_000, val=10_000)  # one paper run: 80 epochs of 40,000 images, validation each epoch
+SMALL = dict(
+    batch=4, blocks=2, d=16, heads=2, sides=(8,)
+)  # the CPU pass: the same code paths at a size CI runs in seconds
+PAPER_RUN = dict(
+    epochs=80, train=40_000, val=10_000
+)  # one paper run: 80 epochs of 40,000 images, validation each epoch
 BUDGET = dict(full=300, quick=90, cpu=300)  # seconds a pass may take unless told
+
 
 def _median_s(step: Callable[[], object], dev: torch.device, repeats: int, warmup: int = 2) -> float:
     "The median seconds of `repeats` runs of `step` timed by `bench.layer.timed`, after `warmup` untimed ones."
-    for _ in range(warmup): step()
+    for _ in range(warmup):
+        step()
     return statistics.median(timed(step, dev) for _ in range(repeats))
 
 # %% ../../nbs/47g_bench.device.ipynb #3dce6cf0
 class TrainCase(NamedTuple):
     "One training case of the check."
+
     model: str  # a key of bench.train.TRAIN_MODELS
     side: int  # images are side x side pixels
     amp: str  # one of AMPS
@@ -47,20 +54,40 @@ class TrainCase(NamedTuple):
 
     def row(self) -> dict:
         "The case as the check's JSON writes it (the floor's version '-', the default 'fast')."
-        return dict(model=self.model, side=self.side, amp=self.amp, compiled=self.compiled,
-                    version='-' if self.model == TRAIN_FLOOR else self.version or 'fast')
+        return dict(
+            model=self.model,
+            side=self.side,
+            amp=self.amp,
+            compiled=self.compiled,
+            version='-' if self.model == TRAIN_FLOOR else self.version or 'fast',
+        )
+
 
 def _train_fns(dev: torch.device, case: TrainCase, size: dict) -> tuple[Callable, Callable, torch.nn.Module]:
     "(one training step, one forward pass, the model) of a fresh classifier of `case` on its random batch."
     import torch._dynamo
+
     check_choice('amp', case.amp, AMPS)
     torch._dynamo.reset()
-    model, opt, x, y = train_setup(dict(treatment=case.model, side=case.side, sigmas=None, version=case.version, seed=0,
-                                        **{k: size[k] for k in ('batch', 'blocks', 'd', 'heads')}), dev)
+    model, opt, x, y = train_setup(
+        dict(
+            treatment=case.model,
+            side=case.side,
+            sigmas=None,
+            version=case.version,
+            seed=0,
+            **{k: size[k] for k in ('batch', 'blocks', 'd', 'heads')},
+        ),
+        dev,
+    )
     run = torch.compile(model) if case.compiled else model
+
     def forward(images: torch.Tensor = x) -> torch.Tensor:
-        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=case.amp == 'bf16'): return run(images).float()
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=case.amp == 'bf16'):
+            return run(images).float()
+
     return (lambda: train_step(forward, opt, x, y)), forward, model
+
 
 def train_case(dev: torch.device, case: TrainCase, size: dict, repeats: int) -> dict:
     "One case's training step: the first (compilation included) and the median, images/s, a validation pass, the peak and one paper run's hours."
@@ -68,55 +95,90 @@ def train_case(dev: torch.device, case: TrainCase, size: dict, repeats: int) -> 
     first = timed(step, dev)
     t = _median_s(step, dev, repeats)
     model.eval()
-    with torch.no_grad(): t_eval = _median_s(forward, dev, max(2, repeats // 2))
+    with torch.no_grad():
+        t_eval = _median_s(forward, dev, max(2, repeats // 2))
     model.train()
     peak = peak_mb(step, dev)
     hours = PAPER_RUN['epochs'] * (PAPER_RUN['train'] * t + PAPER_RUN['val'] * t_eval) / size['batch'] / 3600
-    return dict(step_s=t, images_per_s=size['batch'] / t, eval_s=t_eval, peak_mb=peak, first_step_s=first, paper_run_hours=hours)
+    return dict(
+        step_s=t, images_per_s=size['batch'] / t, eval_s=t_eval, peak_mb=peak, first_step_s=first, paper_run_hours=hours
+    )
 
 # %% ../../nbs/47g_bench.device.ipynb #125f01c2
 PAIR = ('siren_2d', 'span_2d_threshold')  # the treatments whose training step over the floor has a target of its own
+
 
 def train_plan(dev: torch.device, quick: bool, sides: Sequence[int]) -> tuple[list[TrainCase], list[TrainCase]]:
     "(the cases that decide, the rest) of the check's training steps, each in the order it runs them."
     s = sides[-1] if quick else sides[0]
     versions = ('fast', *FUSED_VERSIONS) if dev.type == 'cuda' and not quick else ('fast',)
-    first = [case for amp in AMPS for case in
-             [TrainCase(TRAIN_FLOOR, s, amp, False, None)] + [TrainCase(m, s, amp, False, v) for v in versions for m in PAIR]]
-    if quick: return first, [TrainCase(m, s, 'fp32', True, None) for m in (TRAIN_FLOOR, 'span_2d_threshold')]
+    first = [
+        case
+        for amp in AMPS
+        for case in [TrainCase(TRAIN_FLOOR, s, amp, False, None)]
+        + [TrainCase(m, s, amp, False, v) for v in versions for m in PAIR]
+    ]
+    if quick:
+        return first, [TrainCase(m, s, 'fp32', True, None) for m in (TRAIN_FLOOR, 'span_2d_threshold')]
     models = (TRAIN_FLOOR, 'none', *PAPER_TREATMENTS)
     others = [m for m in models if m not in (TRAIN_FLOOR, *PAIR)]
-    rest = ([TrainCase(m, s, amp, False, 'fast') for amp in AMPS for m in others]
-            + [TrainCase(m, s, amp, False, v) for amp in AMPS for v in FUSED_VERSIONS for m in others if m != 'none']
-            + [TrainCase(m, s, amp, True, v) for amp in AMPS for v in FUSED_VERSIONS for m in PAIR]
-            + [TrainCase(m, s, 'fp32', True, None) for m in (TRAIN_FLOOR, *PAIR)]
-            + [TrainCase(m, s, 'fp32', c, 'v1') for c in (False, True) for m in PAIR]
-            + [TrainCase(m, s, 'bf16', True, None) for m in (TRAIN_FLOOR, 'span_2d_threshold')]
-            + [TrainCase('span_2d_threshold', s, 'bf16', True, 'v1')]
-            + [TrainCase(m, side, amp, False, None) for side in sides[1:] for amp in AMPS for m in models])
+    rest = (
+        [TrainCase(m, s, amp, False, 'fast') for amp in AMPS for m in others]
+        + [TrainCase(m, s, amp, False, v) for amp in AMPS for v in FUSED_VERSIONS for m in others if m != 'none']
+        + [TrainCase(m, s, amp, True, v) for amp in AMPS for v in FUSED_VERSIONS for m in PAIR]
+        + [TrainCase(m, s, 'fp32', True, None) for m in (TRAIN_FLOOR, *PAIR)]
+        + [TrainCase(m, s, 'fp32', c, 'v1') for c in (False, True) for m in PAIR]
+        + [TrainCase(m, s, 'bf16', True, None) for m in (TRAIN_FLOOR, 'span_2d_threshold')]
+        + [TrainCase('span_2d_threshold', s, 'bf16', True, 'v1')]
+        + [TrainCase(m, side, amp, False, None) for side in sides[1:] for amp in AMPS for m in models]
+    )
     return first, rest
 
-def training(dev: torch.device, cases: Sequence[TrainCase], size: dict, repeats: int, time_left: Callable[[], float],
-             save: Callable[[list[dict]], None] = lambda rows: None, done: Sequence[dict] = ()) -> list[dict]:
+
+def training(
+    dev: torch.device,
+    cases: Sequence[TrainCase],
+    size: dict,
+    repeats: int,
+    time_left: Callable[[], float],
+    save: Callable[[list[dict]], None] = lambda rows: None,
+    done: Sequence[dict] = (),
+) -> list[dict]:
     "The rows `done`, then a row per case (`train_case`) while time is left, saved after each."
     rows = list(done)
     for case in cases:
         row = case.row()
         if time_left() < (40 if case.compiled else 8):
-            rows.append(row | dict(error='skipped: the time of the check ran out')); continue
-        try: row |= train_case(dev, case, size, repeats)
+            rows.append(row | dict(error='skipped: the time of the check ran out'))
+            continue
+        try:
+            row |= train_case(dev, case, size, repeats)
         except Exception as e:
             row['error'] = f'{type(e).__name__}: {str(e)[:300]}'
-            if not is_oom(e): traceback.print_exc()
-        if dev.type == 'cuda': torch.cuda.empty_cache()
-        rows.append(row); save(rows)
-        print(f"  train {case.model:18s} {case.side}x{case.side} {case.amp} {'compiled' if case.compiled else 'eager':8s} "
-              f"{row['version']:4s} " + (f"{row['step_s'] * 1e3:8.1f} ms/step {row['paper_run_hours']:6.2f} h/run"
-                                         if 'step_s' in row else row['error'][:80]), flush=True)
+            if not is_oom(e):
+                traceback.print_exc()
+        if dev.type == 'cuda':
+            torch.cuda.empty_cache()
+        rows.append(row)
+        save(rows)
+        print(
+            f"  train {case.model:18s} {case.side}x{case.side} {case.amp} {'compiled' if case.compiled else 'eager':8s} "
+            f"{row['version']:4s} "
+            + (
+                f"{row['step_s'] * 1e3:8.1f} ms/step {row['paper_run_hours']:6.2f} h/run"
+                if 'step_s' in row
+                else row['error'][:80]
+            ),
+            flush=True,
+        )
     return rows
 
-def warm(dev: torch.device, share: str, # 'K/N': the K-th of N processes side by side
-         size: dict) -> None:
+
+def warm(
+    dev: torch.device,
+    share: str,  # 'K/N': the K-th of N processes side by side
+    size: dict,
+) -> None:
     "Run share K/N of the full pass's fused eager training cases (one step each) and windows, filling Triton's and Inductor's caches on disk."
     parts = share.split('/')
     if len(parts) != 2 or not all(p.isdigit() for p in parts) or int(parts[0]) >= int(parts[1]):
@@ -127,22 +189,29 @@ def warm(dev: torch.device, share: str, # 'K/N': the K-th of N processes side by
     for item in [*fused(first), *PROBE_WINDOWS, *fused(rest)][k::n]:  # in the order the check meets them
         t = time.perf_counter()
         try:
-            if isinstance(item, TrainCase): train_case(dev, item, size, 1)
-            else: flex_probe(dev, False, size, windows=[item])
-        except Exception as e: print(f"warm {item}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+            if isinstance(item, TrainCase):
+                train_case(dev, item, size, 1)
+            else:
+                flex_probe(dev, False, size, windows=[item])
+        except Exception as e:
+            print(f"warm {item}: {type(e).__name__}: {str(e)[:200]}", flush=True)
         print(f"warm {share} {item} {time.perf_counter() - t:6.1f} s", flush=True)
 
 # %% ../../nbs/47g_bench.device.ipynb #ed90ceaf
-def profiled_cases(train: Sequence[dict], # the check's training rows
-                   side: int) -> list[TrainCase]:
+def profiled_cases(
+    train: Sequence[dict],  # the check's training rows
+    side: int,
+) -> list[TrainCase]:
     "The eager steps to profile: the fused version slowest over its floor (else the slowest version), then fast at its model and precision."
     eager = [r for r in train if 'step_s' in r and r['side'] == side and not r['compiled']]
     floors = {r['amp']: r['step_s'] for r in eager if r['model'] == TRAIN_FLOOR}
     ran = [r for r in eager if r['model'] != TRAIN_FLOOR and r['amp'] in floors]
     pool = [r for r in ran if r['version'] in FUSED_VERSIONS] or ran
-    if not pool: return []
+    if not pool:
+        return []
     worst = max(pool, key=lambda r: r['step_s'] / floors[r['amp']])
     return [TrainCase(worst['model'], side, worst['amp'], False, v) for v in dict.fromkeys((worst['version'], 'fast'))]
+
 
 def _busy(prof, cuda: bool, steps: int) -> dict:
     "busy_ms, launches and the eight largest kernels (on the CPU: aten operators) per step, from a finished profile."
@@ -150,61 +219,101 @@ def _busy(prof, cuda: bool, steps: int) -> dict:
     own = [(e.key, (e.self_device_time_total if cuda else e.self_cpu_time_total) / steps / 1e3) for e in events]
     own = sorted(((k, ms) for k, ms in own if ms > 0 and (cuda or k.startswith('aten::'))), key=lambda kv: -kv[1])
     busy = sum(ms for _, ms in own)
-    return dict(busy_ms=busy, launches=sum(e.count for e in events if cuda and e.self_device_time_total > 0) / steps,
-                top=[dict(kernel=k[:90], ms=ms, share=ms / busy) for k, ms in own[:8]])
+    return dict(
+        busy_ms=busy,
+        launches=sum(e.count for e in events if cuda and e.self_device_time_total > 0) / steps,
+        top=[dict(kernel=k[:90], ms=ms, share=ms / busy) for k, ms in own[:8]],
+    )
 
-def kernel_profile(dev: torch.device, cases: Sequence[TrainCase], size: dict, time_left: Callable[[], float] = lambda: math.inf,
-                   save: Callable[[list[dict]], None] = lambda rows: None, steps: int = 2) -> list[dict]:
+
+def kernel_profile(
+    dev: torch.device,
+    cases: Sequence[TrainCase],
+    size: dict,
+    time_left: Callable[[], float] = lambda: math.inf,
+    save: Callable[[list[dict]], None] = lambda rows: None,
+    steps: int = 2,
+) -> list[dict]:
     "Where each case's eager training step spends its time, from torch.profiler: wall time, busy time and the largest kernels."
     rows, cuda = [], dev.type == 'cuda'
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     for case in cases:
         row = dict(model=case.model, side=case.side, amp=case.amp, version=case.version)
-        if time_left() < 25: rows.append(row | dict(skipped='the time of the check ran out')); continue
+        if time_left() < 25:
+            rows.append(row | dict(skipped='the time of the check ran out'))
+            continue
         try:
             step, _, _ = _train_fns(dev, case, size)
-            for _ in range(3): step()
+            for _ in range(3):
+                step()
             sync(dev)
             t = time.perf_counter()
             with torch.profiler.profile(activities=acts) as prof:
-                for _ in range(steps): step()
+                for _ in range(steps):
+                    step()
                 sync(dev)
             row['wall_ms'] = (time.perf_counter() - t) / steps * 1e3
             row |= _busy(prof, cuda, steps)
         except Exception as e:
-            row['error'] = f'{type(e).__name__}: {str(e)[:300]}'; traceback.print_exc()
-        if cuda: torch.cuda.empty_cache()
-        rows.append(row); save(rows)
-        print(f"  profile {case.model:18s} {case.amp} {case.version:12s} " + (f"wall {row['wall_ms']:.1f} ms, busy {row['busy_ms']:.1f} ms"
-              if 'wall_ms' in row else row.get('error', row.get('skipped', ''))[:80]), flush=True)
+            row['error'] = f'{type(e).__name__}: {str(e)[:300]}'
+            traceback.print_exc()
+        if cuda:
+            torch.cuda.empty_cache()
+        rows.append(row)
+        save(rows)
+        print(
+            f"  profile {case.model:18s} {case.amp} {case.version:12s} "
+            + (
+                f"wall {row['wall_ms']:.1f} ms, busy {row['busy_ms']:.1f} ms"
+                if 'wall_ms' in row
+                else row.get('error', row.get('skipped', ''))[:80]
+            ),
+            flush=True,
+        )
     return rows
 
 # %% ../../nbs/47g_bench.device.ipynb #e7d42145
 def vit_steps(dev: torch.device, quick: bool) -> list[dict]:
     "ViT-S/16 at 224 converted against timm's own, side by side (`bench.vit`): training steps at batch 32; the quick and CPU passes one attention layer at batch 1."
     from posattn.bench.vit import measure_vit
+
     small = quick or dev.type != 'cuda'
-    case = dict(part='layer', encodings=['timm', 'none', 'siren'], batch=1, rounds=1) if small else dict(part='step', batch=32, rounds=5)
+    case = (
+        dict(part='layer', encodings=['timm', 'none', 'siren'], batch=1, rounds=1)
+        if small
+        else dict(part='step', batch=32, rounds=5)
+    )
     return [measure_vit('S/16@224', device=str(dev), threads=torch.get_num_threads(), **case)]
 
 # %% ../../nbs/47g_bench.device.ipynb #11bcb8b3
 PROBE_WINDOWS = ((9, 9), None, (3, 3), (17, 17))  # None: the full span
 
+
 def _allocated(dev: torch.device) -> int:
     "Bytes PyTorch's allocator has handed out on `dev` (the device synchronised, Python's garbage collected)."
     import gc
-    gc.collect(); sync(dev)
+
+    gc.collect()
+    sync(dev)
     return torch.cuda.memory_allocated(dev) if dev.type == 'cuda' else 0
 
-def _against_fast(dev: torch.device, attend: Callable[[Callable], Callable[[], torch.Tensor]], leaves: list, r: torch.Tensor,
-                  repeats: int) -> dict:
+
+def _against_fast(
+    dev: torch.device,
+    attend: Callable[[Callable], Callable[[], torch.Tensor]],
+    leaves: list,
+    r: torch.Tensor,
+    repeats: int,
+) -> dict:
     "Per version: the first and the median time of forward and backward, the peak and the memory left held; per fused version its errors against fast."
     row, res = {}, {}
     for name in ('fast', *FUSED_VERSIONS):
         try:
             call = attend(attend_fast if name == 'fast' else load_version(name))
             before, t = _allocated(dev), time.perf_counter()
-            y = call(); res[name] = [y, *torch.autograd.grad((y * r).sum(), leaves)]; sync(dev)
+            y = call()
+            res[name] = [y, *torch.autograd.grad((y * r).sum(), leaves)]
+            sync(dev)
             row[f'{name}_first_s'] = time.perf_counter() - t
             step = lambda: torch.autograd.grad((call() * r).sum(), leaves)
             row[f'{name}_ms'] = _median_s(step, dev, repeats) * 1e3
@@ -212,22 +321,31 @@ def _against_fast(dev: torch.device, attend: Callable[[Callable], Callable[[], t
             kept = sum(x.numel() * x.element_size() for x in res[name])  # the results this check keeps
             row[f'{name}_held_mb'] = (_allocated(dev) - before - kept) / 2**20  # what the calls left behind
         except Exception as e:  # one route failing must not hide the others' numbers
-            row[f'{name}_error'] = f'{type(e).__name__}: {str(e)[:300]}'; traceback.print_exc()
+            row[f'{name}_error'] = f'{type(e).__name__}: {str(e)[:300]}'
+            traceback.print_exc()
     for name in (n for n in res if n != 'fast' and 'fast' in res):
         row[f'{name}_out_err'] = rel_error(res[name][0], res['fast'][0])
         row[f'{name}_grad_err'] = grad_error(res[name][1:], res['fast'][1:])
     return row
 
-def flex_probe(dev: torch.device, quick: bool, size: dict, time_left: Callable[[], float] = lambda: math.inf,
-               windows: Sequence | None = None, # of PROBE_WINDOWS' kind; None: all (the first on the quick pass)
-               save: Callable[[list[dict]], None] = lambda rows: None) -> list[dict]:
+
+def flex_probe(
+    dev: torch.device,
+    quick: bool,
+    size: dict,
+    time_left: Callable[[], float] = lambda: math.inf,
+    windows: Sequence | None = None,  # of PROBE_WINDOWS' kind; None: all (the first on the quick pass)
+    save: Callable[[list[dict]], None] = lambda rows: None,
+) -> list[dict]:
     "The fused versions against fast on one 2-D layer per window: errors of outputs and gradients, time, peak and held memory."
     side, B, d, H = size['sides'][0], size['batch'], size['d'], size['heads']
     S, full, cuda, rows = (side, side), 2 * side - 1, dev.type == 'cuda', []
     for W in windows or (PROBE_WINDOWS[:1] if quick else PROBE_WINDOWS):
         W = (full, full) if W is None else tuple(min(w, full) for w in W)
         row = dict(window='x'.join(map(str, W)))
-        if time_left() < 30: rows.append(row | dict(skipped='the time of the check ran out')); continue
+        if time_left() < 30:
+            rows.append(row | dict(skipped='the time of the check ran out'))
+            continue
         row['gaussian_table'] = 'per query'
         torch.manual_seed(0)
         block = measured_layer(S, W if W[0] < full else None, d, H).to(dev)
@@ -235,118 +353,228 @@ def flex_probe(dev: torch.device, quick: bool, size: dict, time_left: Callable[[
         q, k, value = (torch.randn(B, H, side * side, d // H, device=dev, requires_grad=cuda) for _ in range(3))
         attend = lambda f: lambda: f(q, k, value, block.u, block.v, structure_size=S, span_size=W, terms=terms)
         if not cuda:  # flex has no backward on the CPU: outputs only
-            with torch.no_grad(): row['flex_out_err'] = rel_error(attend(load_version('flex'))(), attend(attend_fast)())
-            rows.append(row); continue
+            with torch.no_grad():
+                row['flex_out_err'] = rel_error(attend(load_version('flex'))(), attend(attend_fast)())
+            rows.append(row)
+            continue
         leaves = [q, k, value, block.u, block.v, block.span.sigma, *block.encoding.parameters()]
-        row |= _against_fast(dev, attend, leaves, torch.randn(B, H, side * side, d // H, device=dev), 5 if quick else 10)
-        rows.append(row); save(rows)
+        row |= _against_fast(
+            dev, attend, leaves, torch.randn(B, H, side * side, d // H, device=dev), 5 if quick else 10
+        )
+        rows.append(row)
+        save(rows)
         print(f"  fused {row}", flush=True)
     return rows
 
 # %% ../../nbs/47g_bench.device.ipynb #657bb989
 WINDOWS = ((3, 3), (9, 9), (17, 17), None)  # None: the full span
 
+
 def layer(dev: torch.device, quick: bool, size: dict, time_left: Callable[[], float] = lambda: math.inf) -> list[dict]:
     "Forward and backward of one 2-D layer per window (`bench.layer.measure`): fast, v1 and v3, and the SDPA floor once."
     side = size['sides'][0]
     windows = ((3, 3) if side < 9 else (9, 9), None) if quick else WINDOWS
-    gb = torch.cuda.get_device_properties(dev).total_memory / 2**30 if dev.type == 'cuda' else 16.
+    gb = torch.cuda.get_device_properties(dev).total_memory / 2**30 if dev.type == 'cuda' else 16.0
     rows = []
     for W in windows:
-        for version in ('sdpa', 'fast', 'v1', 'v3') if W == windows[0] else ('fast', 'v1', 'v3'):  # the floor ignores the window
+        for version in (
+            ('sdpa', 'fast', 'v1', 'v3') if W == windows[0] else ('fast', 'v1', 'v3')
+        ):  # the floor ignores the window
             row = dict(version=version, window='x'.join(map(str, W)) if W else 'full')
-            if time_left() < 10: rows.append(row | dict(skipped='the time of the check ran out')); continue
-            m = measure(version, (side, side), W, size['batch'], size['d'], size['heads'], repeats=3 if quick else 10,
-                        device=str(dev), mem_limit_gb=gb, timeout_s=min(1800., max(10., time_left())))
-            rows.append(row | (dict(ms=m['time_s'] * 1e3, peak_mb=m['peak_mb']) if m['status'] == 'ok' else dict(skipped=m['status'])))
+            if time_left() < 10:
+                rows.append(row | dict(skipped='the time of the check ran out'))
+                continue
+            m = measure(
+                version,
+                (side, side),
+                W,
+                size['batch'],
+                size['d'],
+                size['heads'],
+                repeats=3 if quick else 10,
+                device=str(dev),
+                mem_limit_gb=gb,
+                timeout_s=min(1800.0, max(10.0, time_left())),
+            )
+            rows.append(
+                row
+                | (
+                    dict(ms=m['time_s'] * 1e3, peak_mb=m['peak_mb'])
+                    if m['status'] == 'ok'
+                    else dict(skipped=m['status'])
+                )
+            )
     return rows
 
 # %% ../../nbs/47g_bench.device.ipynb #e0d3b1f6
 def real_run(dev: torch.device, quick: bool, data_tar: Path | None, size: dict) -> dict:
     "The runner's paper profile on the offline CIFAR-10 copy (a few hundred steps and a validation); digits on the CPU."
     from posattn.experiment.runner import run
+
     root = Path(tempfile.mkdtemp(prefix='posattn-gpu-'))
     steps, val = (20 if quick else 300, 1000) if dev.type == 'cuda' else (5, 100)
     data = dict(dataset='digits', blocks=size['blocks'], d=size['d'], heads=size['heads'])  # CPU: the shipped digits
     if dev.type == 'cuda':
-        if data_tar is None or not data_tar.is_file(): return dict(skipped=f'no CIFAR-10 copy at {data_tar}')
-        with tarfile.open(data_tar) as tar: tar.extractall(root)  # the project's own archive
+        if data_tar is None or not data_tar.is_file():
+            return dict(skipped=f'no CIFAR-10 copy at {data_tar}')
+        with tarfile.open(data_tar) as tar:
+            tar.extractall(root)  # the project's own archive
         data = dict(dataset='imagefolder', data_root=str(root / 'cifar10-jpeg' / 'train'))
     t = time.perf_counter()
-    result = run('span_2d_threshold', 9188, 'paper', results_dir=root / 'results', figures_dir=root / 'figures',
-                 train_size=steps * 20, val_size=val, epochs=1, device=str(dev), allow_slow=True, progress=False, **data)
+    result = run(
+        'span_2d_threshold',
+        9188,
+        'paper',
+        results_dir=root / 'results',
+        figures_dir=root / 'figures',
+        train_size=steps * 20,
+        val_size=val,
+        epochs=1,
+        device=str(dev),
+        allow_slow=True,
+        progress=False,
+        **data,
+    )
     hist = result['history'][-1]
-    return dict(treatment='span_2d_threshold', dataset=data['dataset'], steps=steps, train_images=steps * 20, val_images=val,
-                seconds=time.perf_counter() - t, val_accuracy=hist['val_acc'],
-                train_loss=hist.get('train_loss'), spans=[s['span_size'] for s in result.get('spans', [])],
-                version=result.get('config', {}).get('version'))
+    return dict(
+        treatment='span_2d_threshold',
+        dataset=data['dataset'],
+        steps=steps,
+        train_images=steps * 20,
+        val_images=val,
+        seconds=time.perf_counter() - t,
+        val_accuracy=hist['val_acc'],
+        train_loss=hist.get('train_loss'),
+        spans=[s['span_size'] for s in result.get('spans', [])],
+        version=result.get('config', {}).get('version'),
+    )
 
 # %% ../../nbs/47g_bench.device.ipynb #53b735fe
 def machine(dev: torch.device) -> dict:
     "What the check's numbers depend on: the device, torch, Triton, Python and the code (`code_version`)."
-    try: import triton; triton_version = triton.__version__
-    except Exception: triton_version = None
-    return dict(device=str(dev), torch=torch.__version__, triton=triton_version, python=platform.python_version(),
-                code_version=code_version(),
-                device_name=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else platform.processor() or 'CPU',
-                cuda=torch.version.cuda)
+    try:
+        import triton
 
-def _sections(dev: torch.device, quick: bool, size: dict, data: dict, data_tar: Path | None, save: Callable,
-              time_left: Callable[[], float], train_left: Callable[[], float]) -> list[tuple[str, Callable[[], object]]]:
+        triton_version = triton.__version__
+    except Exception:
+        triton_version = None
+    return dict(
+        device=str(dev),
+        torch=torch.__version__,
+        triton=triton_version,
+        python=platform.python_version(),
+        code_version=code_version(),
+        device_name=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else platform.processor() or 'CPU',
+        cuda=torch.version.cuda,
+    )
+
+
+def _sections(
+    dev: torch.device,
+    quick: bool,
+    size: dict,
+    data: dict,
+    data_tar: Path | None,
+    save: Callable,
+    time_left: Callable[[], float],
+    train_left: Callable[[], float],
+) -> list[tuple[str, Callable[[], object]]]:
     "(the key in gpu.json, what measures it) of each section, in the order the check runs them."
     first, rest = train_plan(dev, quick, size['sides'])
     keep = lambda key: lambda rows: save(rows, key)  # a section's rows so far, saved
-    train = lambda cases: lambda: training(dev, cases, size, repeats=3 if quick else 8, time_left=train_left, save=keep('train'),
-                                           done=data.get('train', []))
-    return [('train', train(first)),
-            ('profile', lambda: kernel_profile(dev, profiled_cases(data.get('train', []), first[0].side), size, time_left,
-                                               keep('profile'))),
-            ('vit', lambda: vit_steps(dev, quick)),
-            ('flex', lambda: flex_probe(dev, quick, size, time_left, save=keep('flex'))),
-            ('correctness', lambda: correctness(dev, quick, time_left=time_left)),
-            ('bf16', lambda: correctness(dev, quick, bf16=True, time_left=time_left)),
-            ('nan', lambda: nan_semantics(dev)), ('syncs', lambda: host_syncs(dev)), ('compile', lambda: compiled_block(dev, quick)),
-            ('train', train(rest)), ('layer', lambda: layer(dev, quick, size, time_left)),
-            ('run', lambda: real_run(dev, quick, data_tar, size))]
+    train = lambda cases: (
+        lambda: training(
+            dev,
+            cases,
+            size,
+            repeats=3 if quick else 8,
+            time_left=train_left,
+            save=keep('train'),
+            done=data.get('train', []),
+        )
+    )
+    return [
+        ('train', train(first)),
+        (
+            'profile',
+            lambda: kernel_profile(
+                dev, profiled_cases(data.get('train', []), first[0].side), size, time_left, keep('profile')
+            ),
+        ),
+        ('vit', lambda: vit_steps(dev, quick)),
+        ('flex', lambda: flex_probe(dev, quick, size, time_left, save=keep('flex'))),
+        ('correctness', lambda: correctness(dev, quick, time_left=time_left)),
+        ('bf16', lambda: correctness(dev, quick, bf16=True, time_left=time_left)),
+        ('nan', lambda: nan_semantics(dev)),
+        ('syncs', lambda: host_syncs(dev)),
+        ('compile', lambda: compiled_block(dev, quick)),
+        ('train', train(rest)),
+        ('layer', lambda: layer(dev, quick, size, time_left)),
+        ('run', lambda: real_run(dev, quick, data_tar, size)),
+    ]
 
 # %% ../../nbs/47g_bench.device.ipynb #54178a1e
 SKIPPABLE = ('correctness', 'layer', 'train', 'profile', 'vit', 'run', 'flex')  # what --skip names
 _GROUP = dict(bf16='correctness', nan='correctness', syncs='correctness', compile='correctness')
 
-def check(dev: torch.device, quick: bool, out: str | Path, # the folder of gpu.json and gpu.md (gpu-cpu.* on the CPU)
-          data_tar: str | Path | None = None, # the offline CIFAR-10 copy for the real run
-          budget: float | None = None, # seconds; None: BUDGET's for the pass (full, quick, or the CPU's)
-          skip: Sequence[str] = (), # sections of SKIPPABLE
-          train_share: float = 0.6 # the share of the budget the training cases may take (full pass on a GPU)
-         ) -> int: # 0, or 1 on an error or a failed correctness check
+
+def check(
+    dev: torch.device,
+    quick: bool,
+    out: str | Path,  # the folder of gpu.json and gpu.md (gpu-cpu.* on the CPU)
+    data_tar: str | Path | None = None,  # the offline CIFAR-10 copy for the real run
+    budget: float | None = None,  # seconds; None: BUDGET's for the pass (full, quick, or the CPU's)
+    skip: Sequence[str] = (),  # sections of SKIPPABLE
+    train_share: float = 0.6,  # the share of the budget the training cases may take (full pass on a GPU)
+) -> int:  # 0, or 1 on an error or a failed correctness check
     "The device check: every section on `dev`, saved as it lands, then gpu.md printed."
-    for s in skip: check_choice('skip', s, SKIPPABLE)
+    for s in skip:
+        check_choice('skip', s, SKIPPABLE)
     default = BUDGET['quick' if quick else 'full'] if dev.type == 'cuda' else BUDGET['cpu']
     budget = default if budget is None else check_positive('budget', budget)
-    if not 0 < train_share <= 1: raise ValueError(f"train_share={train_share!r} must lie in (0, 1]")
-    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    if not 0 < train_share <= 1:
+        raise ValueError(f"train_share={train_share!r} must lie in (0, 1]")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     stem = 'gpu' if dev.type == 'cuda' else 'gpu-cpu'
-    if dev.type == 'cuda': torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32 in every comparison
+    if dev.type == 'cuda':
+        torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32 in every comparison
     size, t0 = PAPER if dev.type == 'cuda' else SMALL, time.perf_counter()
     data = dict(quick=quick, machine=machine(dev), errors={}, size=size, skipped={})
     time_left = lambda: budget - (time.perf_counter() - t0)
+
     def save(partial=None, key=None):
-        if key is not None: data[key] = partial
+        if key is not None:
+            data[key] = partial
         data['wall_s'], data['finished'] = time.perf_counter() - t0, time.strftime('%Y-%m-%d %H:%M:%S')
         data['targets'], data['targets_side'] = targets(data, size['sides'][0]), size['sides'][0]  # as far as measured
         atomic_write_text(json.dumps(data, indent=1, default=str), out / f'{stem}.json')
         atomic_write_text(markdown(data), out / f'{stem}.md')
+
     train_end = t0 + budget * (1 if quick else train_share)  # the training cases' own deadline
-    for key, run_section in _sections(dev, quick, size, data, data_tar=None if data_tar is None else Path(data_tar), save=save,
-                                      time_left=time_left, train_left=lambda: train_end - time.perf_counter()):
-        if _GROUP.get(key, key) in skip: continue
+    for key, run_section in _sections(
+        dev,
+        quick,
+        size,
+        data,
+        data_tar=None if data_tar is None else Path(data_tar),
+        save=save,
+        time_left=time_left,
+        train_left=lambda: train_end - time.perf_counter(),
+    ):
+        if _GROUP.get(key, key) in skip:
+            continue
         if key != 'train' and time_left() < 20:
-            data['skipped'][key] = 'the time of the check ran out'; save(); continue
+            data['skipped'][key] = 'the time of the check ran out'
+            save()
+            continue
         t = time.perf_counter()
         print(f"{key} ...", flush=True)
-        try: data[key] = run_section()
+        try:
+            data[key] = run_section()
         except Exception:
-            data['errors'][key] = traceback.format_exc(); traceback.print_exc()
+            data['errors'][key] = traceback.format_exc()
+            traceback.print_exc()
         print(f"{key}: {time.perf_counter() - t:.1f} s", flush=True)
         save()
     print(markdown(data))

@@ -18,17 +18,27 @@ from .vit import vit_ratio_table
 # %% ../../nbs/47f_bench.device_report.ipynb #2c08d631
 def _train_row(data: dict, model: str, side: int, amp: str, version: str) -> dict | None:
     "The eager training row of `model` in `version` (the floor's: '-') that has a time, or None."
-    return next((r for r in data.get('train', []) if 'step_s' in r and (r['model'], r['side'], r['amp'], r['compiled'], r['version'])
-                 == (model, side, amp, False, version)), None)
+    return next(
+        (
+            r
+            for r in data.get('train', [])
+            if 'step_s' in r
+            and (r['model'], r['side'], r['amp'], r['compiled'], r['version']) == (model, side, amp, False, version)
+        ),
+        None,
+    )
+
 
 def _over_floor(data: dict, model: str, side: int, amp: str, version: str, key: str) -> float | None:
     "A training case's `key` (step_s, peak_mb) over the floor's, or None where either was not measured."
     row, floor = _train_row(data, model, side, amp, version), _train_row(data, TRAIN_FLOOR, side, amp, '-')
     return row[key] / floor[key] if row and floor and floor.get(key) else None
 
+
 def _worst(values) -> float | None:
     "The largest of the measured values (None: not measured), None if none was."
     return max((v for v in values if v is not None), default=None)
+
 
 def _window_ratio(data: dict, version: str, side: int) -> float | None:
     "`version`'s time under the 9x9 window over its time at the full span, from the fused versions' probe."
@@ -49,15 +59,20 @@ MEASURES = dict(
     slowest_step=lambda d, v, amp, s: _worst(_over_floor(d, m, s, amp, v, 'step_s') for m in PAPER_TREATMENTS),
     largest_peak=lambda d, v, amp, s: _worst(_over_floor(d, m, s, amp, v, 'peak_mb') for m in PAPER_TREATMENTS),
     window_9x9=lambda d, v, amp, s: _window_ratio(d, v, s),
-    slowest_run_hours=lambda d, v, amp, s: _worst((_train_row(d, m, s, amp, v) or {}).get('paper_run_hours')
-                                                  for m in PAPER_TREATMENTS))
+    slowest_run_hours=lambda d, v, amp, s: _worst(
+        (_train_row(d, m, s, amp, v) or {}).get('paper_run_hours') for m in PAPER_TREATMENTS
+    ),
+)
+
 
 class Target(NamedTuple):
     "One target of the device check: met when the measured value is at most `limit`."
+
     name: str  # as gpu.md shows it
     field: str  # a key of MEASURES
     limit: float
     fp32_only: bool = False  # measured in float32 only
+
 
 TARGETS = (
     Target('float32 outputs against Version 1 (relative)', 'out_err', 1e-5, fp32_only=True),
@@ -70,9 +85,11 @@ TARGETS = (
     Target('one paper run, the slowest paper treatment measured (hours)', 'slowest_run_hours', 2.0),
 )
 
+
 def measured(data: dict, version: str, amp: str, side: int) -> dict[str, float | None]:
     "Every field of `MEASURES` for one version and precision: the value, or None where it was not measured."
     return {field: read(data, version, amp, side) for field, read in MEASURES.items()}
+
 
 def targets(data: dict, side: int = 32, table: Sequence[Target] = TARGETS) -> list[dict]:
     "Each target of `table` for fast and each fused version in each precision: the measured value (by its field), the limit, met or not."
@@ -81,10 +98,20 @@ def targets(data: dict, side: int = 32, table: Sequence[Target] = TARGETS) -> li
         for version in ('fast', *FUSED_VERSIONS):
             values = measured(data, version, amp, side)
             for t in table:
-                if amp == 'bf16' and t.fp32_only: continue
+                if amp == 'bf16' and t.fp32_only:
+                    continue
                 v = values[t.field]
-                out.append(dict(version=version, amp=amp, target=t.name, field=t.field, limit=t.limit, value=v,
-                                met=None if v is None else target_met(v, t.limit)))
+                out.append(
+                    dict(
+                        version=version,
+                        amp=amp,
+                        target=t.name,
+                        field=t.field,
+                        limit=t.limit,
+                        value=v,
+                        met=None if v is None else target_met(v, t.limit),
+                    )
+                )
     return out
 
 # %% ../../nbs/47f_bench.device_report.ipynb #33d8135b
@@ -92,18 +119,29 @@ def _row(cells: Sequence) -> str:
     "One line of a Markdown table."
     return '| ' + ' | '.join(map(str, cells)) + ' |'
 
-def _at(z: dict) -> str: return f"batch {z['batch']}, d {z['d']}, {z['heads']} heads"
+
+def _at(z: dict) -> str:
+    return f"batch {z['batch']}, d {z['d']}, {z['heads']} heads"
+
 
 def _head_lines(data: dict) -> list[str]:
     "The title, the machine and what stopped or was not run."
     m = data['machine']
-    lines = [f"# Device check ({'quick' if data['quick'] else 'full'} pass)", '',
-             f"{m['device_name']}, torch {m['torch']}, triton {m.get('triton')}, Python {m['python']}; "
-             f"posattn code {m['code_version']}; {data['finished']}; {data['wall_s']:.0f} s.", '']
-    if data.get('errors'): lines += ['**Errors:** ' + '; '.join(f"{k}: {v.splitlines()[-1]}" for k, v in data['errors'].items()), '']
-    if data.get('stopped'): lines += [f"**Stopped:** {data['stopped']}", '']
-    if data.get('skipped'): lines += ['**Not run** (the time of the check ran out): ' + ', '.join(data['skipped']), '']
+    lines = [
+        f"# Device check ({'quick' if data['quick'] else 'full'} pass)",
+        '',
+        f"{m['device_name']}, torch {m['torch']}, triton {m.get('triton')}, Python {m['python']}; "
+        f"posattn code {m['code_version']}; {data['finished']}; {data['wall_s']:.0f} s.",
+        '',
+    ]
+    if data.get('errors'):
+        lines += ['**Errors:** ' + '; '.join(f"{k}: {v.splitlines()[-1]}" for k, v in data['errors'].items()), '']
+    if data.get('stopped'):
+        lines += [f"**Stopped:** {data['stopped']}", '']
+    if data.get('skipped'):
+        lines += ['**Not run** (the time of the check ran out): ' + ', '.join(data['skipped']), '']
     return lines
+
 
 def _check_lines(data: dict) -> list[str]:
     "Correctness, bfloat16, NaN semantics, compile and host synchronisations."
@@ -111,118 +149,280 @@ def _check_lines(data: dict) -> list[str]:
     ok = lambda r: 'ok' if r['ok'] else 'FAILED'
     if c:
         bad = [r for r in c if not r['ok']]
-        lines += ['## Correctness against Version 1 in float64 on the CPU', '',
-                  f"{len(c) - len(bad)} of {len(c)} (version, case) pairs within 1e-4 (outputs) and 1e-3 (gradients); "
-                  f"largest errors: outputs {max(r['out_err'] for r in c):.1e}, gradients {max(r['grad_err'] for r in c):.1e}.", '']
-        if bad: lines += ['Outside: ' + ', '.join(f"{r['version']} {r['pe']} {r['structure']}" for r in bad), '']
+        lines += [
+            '## Correctness against Version 1 in float64 on the CPU',
+            '',
+            f"{len(c) - len(bad)} of {len(c)} (version, case) pairs within 1e-4 (outputs) and 1e-3 (gradients); "
+            f"largest errors: outputs {max(r['out_err'] for r in c):.1e}, gradients {max(r['grad_err'] for r in c):.1e}.",
+            '',
+        ]
+        if bad:
+            lines += ['Outside: ' + ', '.join(f"{r['version']} {r['pe']} {r['structure']}" for r in bad), '']
     if data.get('bf16'):
-        lines += ['## bfloat16 autocast against Version 1 in float64 (within 5e-2 outputs, 1e-1 gradients)', '',
-                  ', '.join(f"{r['version']}: {ok(r)} ({r['out_err']:.1e}, {r['grad_err']:.1e})" for r in data['bf16']), '']
+        lines += [
+            '## bfloat16 autocast against Version 1 in float64 (within 5e-2 outputs, 1e-1 gradients)',
+            '',
+            ', '.join(f"{r['version']}: {ok(r)} ({r['out_err']:.1e}, {r['grad_err']:.1e})" for r in data['bf16']),
+            '',
+        ]
     if data.get('nan'):
-        lines += ['## NaN semantics on the device', '', ', '.join(f"{r['version']} {r['threshold']}: {ok(r)}" for r in data['nan']), '']
+        lines += [
+            '## NaN semantics on the device',
+            '',
+            ', '.join(f"{r['version']} {r['threshold']}: {ok(r)}" for r in data['nan']),
+            '',
+        ]
     if data.get('compile'):
-        lines += ['## torch.compile of the block against eager', '', ', '.join(f"{r['version']}: {ok(r)}" for r in data['compile']), '']
+        lines += [
+            '## torch.compile of the block against eager',
+            '',
+            ', '.join(f"{r['version']}: {ok(r)}" for r in data['compile']),
+            '',
+        ]
     if data.get('syncs'):
-        lines += ['## Host synchronisations in one attention call (window given)', '',
-                  ', '.join(f"{r['version']} {'x'.join(map(str, r['window']))}: {r['forward_syncs']}" for r in data['syncs']), '']
+        lines += [
+            '## Host synchronisations in one attention call (window given)',
+            '',
+            ', '.join(f"{r['version']} {'x'.join(map(str, r['window']))}: {r['forward_syncs']}" for r in data['syncs']),
+            '',
+        ]
     return lines
+
 
 def _layer_lines(data: dict) -> list[str]:
     "One layer per window against the SDPA floor."
-    if not data.get('layer'): return []
+    if not data.get('layer'):
+        return []
     z, rows = data['size'], data['layer']
     floor = next((r['ms'] for r in rows if r['version'] == 'sdpa' and 'ms' in r), None)
-    return [f"## One layer at {z['sides'][0]}x{z['sides'][0]} ({_at(z)}), forward and backward", '',
-            '| version | window | ms | x SDPA | peak MB |', '|---|---|---:|---:|---:|',
-            *(_row([r['version'], r['window'], num_cell(r.get('ms'), '.2f'), num_cell(r['ms'] / floor if 'ms' in r and floor else None, '.2f'),
-                   num_cell(r.get('peak_mb'), '.0f') + (f" ({r['skipped']})" if 'skipped' in r else '')]) for r in rows), '']
+    return [
+        f"## One layer at {z['sides'][0]}x{z['sides'][0]} ({_at(z)}), forward and backward",
+        '',
+        '| version | window | ms | x SDPA | peak MB |',
+        '|---|---|---:|---:|---:|',
+        *(
+            _row(
+                [
+                    r['version'],
+                    r['window'],
+                    num_cell(r.get('ms'), '.2f'),
+                    num_cell(r['ms'] / floor if 'ms' in r and floor else None, '.2f'),
+                    num_cell(r.get('peak_mb'), '.0f') + (f" ({r['skipped']})" if 'skipped' in r else ''),
+                ]
+            )
+            for r in rows
+        ),
+        '',
+    ]
 
 # %% ../../nbs/47f_bench.device_report.ipynb #feab8314
 def _train_lines(data: dict) -> list[str]:
     "The training steps against their floors."
-    if not data.get('train'): return []
+    if not data.get('train'):
+        return []
     z = data['size']
-    floors = {(r['side'], r['amp'], r['compiled']): r for r in data['train'] if r['model'] == TRAIN_FLOOR and 'step_s' in r}
-    lines = [f"## One training step ({_at(z)}, {z['blocks']} blocks, Adam)", '',
-             'The floor is `sdpa` (the projections around fused SDPA, no positions) at the same size, precision and mode. '
-             'Hours: one paper run, 80 epochs of 2,000 steps and 500 validation batches, at these speeds.', '',
-             '| model | side | precision | mode | version | ms/step | x floor | images/s | peak MB | x floor | paper run h |',
-             '|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|']
+    floors = {
+        (r['side'], r['amp'], r['compiled']): r for r in data['train'] if r['model'] == TRAIN_FLOOR and 'step_s' in r
+    }
+    lines = [
+        f"## One training step ({_at(z)}, {z['blocks']} blocks, Adam)",
+        '',
+        'The floor is `sdpa` (the projections around fused SDPA, no positions) at the same size, precision and mode. '
+        'Hours: one paper run, 80 epochs of 2,000 steps and 500 validation batches, at these speeds.',
+        '',
+        '| model | side | precision | mode | version | ms/step | x floor | images/s | peak MB | x floor | paper run h |',
+        '|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|',
+    ]
     for r in data['train']:
-        case, f = [r['model'], r['side'], r['amp'], 'compiled' if r['compiled'] else 'eager', r['version']], floors.get((r['side'], r['amp'], r['compiled']))
-        if 'step_s' not in r: lines.append(_row([*case, r['error'][:60]]) + ' |' * 5); continue  # blank cells: not measured
-        lines.append(_row([*case, f"{r['step_s'] * 1e3:.1f}", num_cell(r['step_s'] / f['step_s'] if f else None, '.2f'),
-                          f"{r['images_per_s']:.0f}", num_cell(r['peak_mb'], '.0f'),
-                          num_cell(r['peak_mb'] / f['peak_mb'] if f and f['peak_mb'] and r['peak_mb'] else None, '.2f'),
-                          f"{r['paper_run_hours']:.2f}"]))
+        case, f = (
+            [r['model'], r['side'], r['amp'], 'compiled' if r['compiled'] else 'eager', r['version']],
+            floors.get((r['side'], r['amp'], r['compiled'])),
+        )
+        if 'step_s' not in r:
+            lines.append(_row([*case, r['error'][:60]]) + ' |' * 5)
+            continue  # blank cells: not measured
+        lines.append(
+            _row(
+                [
+                    *case,
+                    f"{r['step_s'] * 1e3:.1f}",
+                    num_cell(r['step_s'] / f['step_s'] if f else None, '.2f'),
+                    f"{r['images_per_s']:.0f}",
+                    num_cell(r['peak_mb'], '.0f'),
+                    num_cell(r['peak_mb'] / f['peak_mb'] if f and f['peak_mb'] and r['peak_mb'] else None, '.2f'),
+                    f"{r['paper_run_hours']:.2f}",
+                ]
+            )
+        )
     return lines + ['']
+
 
 def _profile_lines(data: dict) -> list[str]:
     "Where a training step's time goes."
-    if not data.get('profile'): return []
-    lines = ["## Where a training step's time goes (torch.profiler, eager)", '',
-             'busy: the kernels\' own device time per step (on the CPU pass: the operators\' own CPU time); wall: the step '
-             'with the profiler on. busy well under wall means the device waits on the host (launches, Python); the kernels '
-             'named are where the device time goes.', '',
-             '| model | precision | version | wall ms | busy ms | busy / wall | kernels | the largest (share of busy) |',
-             '|---|---|---|---:|---:|---:|---:|---|']
+    if not data.get('profile'):
+        return []
+    lines = [
+        "## Where a training step's time goes (torch.profiler, eager)",
+        '',
+        'busy: the kernels\' own device time per step (on the CPU pass: the operators\' own CPU time); wall: the step '
+        'with the profiler on. busy well under wall means the device waits on the host (launches, Python); the kernels '
+        'named are where the device time goes.',
+        '',
+        '| model | precision | version | wall ms | busy ms | busy / wall | kernels | the largest (share of busy) |',
+        '|---|---|---|---:|---:|---:|---:|---|',
+    ]
     for r in data['profile']:
-        if 'wall_ms' not in r: lines.append(_row([r['model'], r['amp'], r['version'], (r.get('skipped') or r.get('error', ''))[:60]]) + ' |' * 4); continue
+        if 'wall_ms' not in r:
+            lines.append(
+                _row([r['model'], r['amp'], r['version'], (r.get('skipped') or r.get('error', ''))[:60]]) + ' |' * 4
+            )
+            continue
         top = '; '.join(f"`{t['kernel'][:48]}` {t['share']:.0%}" for t in r['top'][:3])
-        lines.append(_row([r['model'], r['amp'], r['version'], f"{r['wall_ms']:.1f}", f"{r['busy_ms']:.1f}",
-                          f"{r['busy_ms'] / r['wall_ms']:.2f}", f"{r['launches']:.0f}", top]))
+        lines.append(
+            _row(
+                [
+                    r['model'],
+                    r['amp'],
+                    r['version'],
+                    f"{r['wall_ms']:.1f}",
+                    f"{r['busy_ms']:.1f}",
+                    f"{r['busy_ms'] / r['wall_ms']:.2f}",
+                    f"{r['launches']:.0f}",
+                    top,
+                ]
+            )
+        )
     return lines + ['']
+
 
 def _vit_lines(data: dict) -> list[str]:
     "The converted ViT-S/16 over timm's own."
-    if not data.get('vit'): return []
+    if not data.get('vit'):
+        return []
     c = data['vit'][0]
     what = 'a training step' if c['part'] == 'step' else 'one attention layer (forward and backward)'
-    return ['', "## Converted timm ViT-S/16 against timm's own", '', f"{what.capitalize()} of each model over timm's, side by side "
-            f"(`bench.vit`, batch {c['batch']}; status {c['status']}):", ''] + vit_ratio_table(data['vit'], c['part']) + ['']
+    return (
+        [
+            '',
+            "## Converted timm ViT-S/16 against timm's own",
+            '',
+            f"{what.capitalize()} of each model over timm's, side by side "
+            f"(`bench.vit`, batch {c['batch']}; status {c['status']}):",
+            '',
+        ]
+        + vit_ratio_table(data['vit'], c['part'])
+        + ['']
+    )
 
 # %% ../../nbs/47f_bench.device_report.ipynb #8ff06912
 def _fused_lines(data: dict) -> list[str]:
     "The fused versions against fast, per window."
     rows, z = data.get('flex'), data['size']
-    if not rows: return []
-    lines = ['## The fused versions against fast (one 2-D layer, forward and backward)', '',
-             f"At {z['sides'][0]}x{z['sides'][0]}, {_at(z)}, float32. Errors are relative to fast's outputs and gradients; "
-             "held: the memory still allocated after the calls beyond the output and gradients the check keeps (scratch buffers, "
-             "or anything a call leaves on the output's autograd graph).", '',
-             '| window | version | out err | grad err | ms | fast ms | peak MB | fast MB | held MB | fast held MB |',
-             '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|']
+    if not rows:
+        return []
+    lines = [
+        '## The fused versions against fast (one 2-D layer, forward and backward)',
+        '',
+        f"At {z['sides'][0]}x{z['sides'][0]}, {_at(z)}, float32. Errors are relative to fast's outputs and gradients; "
+        "held: the memory still allocated after the calls beyond the output and gradients the check keeps (scratch buffers, "
+        "or anything a call leaves on the output's autograd graph).",
+        '',
+        '| window | version | out err | grad err | ms | fast ms | peak MB | fast MB | held MB | fast held MB |',
+        '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ]
     for r in rows:
-        if 'skipped' in r: lines.append(f"| {r['window']} | | | | {r['skipped']} |" + ' |' * 5); continue
+        if 'skipped' in r:
+            lines.append(f"| {r['window']} | | | | {r['skipped']} |" + ' |' * 5)
+            continue
         get = lambda n, k, spec: num_cell(r.get(f'{n}_{k}'), spec)
-        lines += [_row([r['window'], n, get(n, 'out_err', '.1e'), get(n, 'grad_err', '.1e'), get(n, 'ms', '.2f') or r.get(f'{n}_error', '')[:60],
-                       get('fast', 'ms', '.2f'), get(n, 'peak_mb', '.0f'), get('fast', 'peak_mb', '.0f'), get(n, 'held_mb', '.1f'),
-                       get('fast', 'held_mb', '.1f')]) for n in FUSED_VERSIONS]
+        lines += [
+            _row(
+                [
+                    r['window'],
+                    n,
+                    get(n, 'out_err', '.1e'),
+                    get(n, 'grad_err', '.1e'),
+                    get(n, 'ms', '.2f') or r.get(f'{n}_error', '')[:60],
+                    get('fast', 'ms', '.2f'),
+                    get(n, 'peak_mb', '.0f'),
+                    get('fast', 'peak_mb', '.0f'),
+                    get(n, 'held_mb', '.1f'),
+                    get('fast', 'held_mb', '.1f'),
+                ]
+            )
+            for n in FUSED_VERSIONS
+        ]
     return lines + ['']
+
 
 def _target_lines(data: dict) -> list[str]:
     "The targets as far as measured: each version's and precision's measured value against its limit."
-    if not data.get('targets'): return []
+    if not data.get('targets'):
+        return []
     side, met = data['targets_side'], lambda r: '' if r['met'] is None else 'yes' if r['met'] else 'NO'
-    return [f"## Targets: each version's errors, speed and memory against their limits (eager, {side}x{side}, "
-            f"batch {data['size']['batch']})", '',
-            *(['The CPU pass: its sizes are not the targets\' (32x32, batch 20, on a GPU); the table only shows the check '
-               'computes them.', ''] if not data['machine']['device'].startswith('cuda') else []),
-            '| version | precision | target | measured | limit | met |', '|---|---|---|---:|---:|---|',
-            *(_row([r['version'], r['amp'], r['target'], num_cell(r['value'], '.3g') or 'not measured', f"{r['limit']:g}", met(r)])
-              for r in data['targets']), '']
+    return [
+        f"## Targets: each version's errors, speed and memory against their limits (eager, {side}x{side}, "
+        f"batch {data['size']['batch']})",
+        '',
+        *(
+            [
+                'The CPU pass: its sizes are not the targets\' (32x32, batch 20, on a GPU); the table only shows the check '
+                'computes them.',
+                '',
+            ]
+            if not data['machine']['device'].startswith('cuda')
+            else []
+        ),
+        '| version | precision | target | measured | limit | met |',
+        '|---|---|---|---:|---:|---|',
+        *(
+            _row(
+                [
+                    r['version'],
+                    r['amp'],
+                    r['target'],
+                    num_cell(r['value'], '.3g') or 'not measured',
+                    f"{r['limit']:g}",
+                    met(r),
+                ]
+            )
+            for r in data['targets']
+        ),
+        '',
+    ]
+
 
 def _run_lines(data: dict) -> list[str]:
     "The real run through the runner."
     rr = data.get('run')
-    if not rr: return []
-    return ['## A real run through the runner', '', rr.get('skipped') or (
-        f"`span_2d_threshold`, paper profile, {rr['steps']} steps of batch 20 on {rr['dataset']} "
-        f"({'the offline CIFAR-10 copy' if rr['dataset'] == 'imagefolder' else 'a CPU check'}) and {rr['val_images']} "
-        f"validation images: {rr['seconds']:.0f} s in all (data loading included), "
-        f"validation accuracy {num_cell(rr['val_accuracy'], '.3f')} after one short epoch, version {rr['version']}."), '']
+    if not rr:
+        return []
+    return [
+        '## A real run through the runner',
+        '',
+        rr.get('skipped')
+        or (
+            f"`span_2d_threshold`, paper profile, {rr['steps']} steps of batch 20 on {rr['dataset']} "
+            f"({'the offline CIFAR-10 copy' if rr['dataset'] == 'imagefolder' else 'a CPU check'}) and {rr['val_images']} "
+            f"validation images: {rr['seconds']:.0f} s in all (data loading included), "
+            f"validation accuracy {num_cell(rr['val_accuracy'], '.3f')} after one short epoch, version {rr['version']}."
+        ),
+        '',
+    ]
 
-_SECTIONS = (_head_lines, _check_lines, _layer_lines, _train_lines, _profile_lines, _vit_lines, _fused_lines, _target_lines, _run_lines)  # gpu.md's, in order
+
+_SECTIONS = (
+    _head_lines,
+    _check_lines,
+    _layer_lines,
+    _train_lines,
+    _profile_lines,
+    _vit_lines,
+    _fused_lines,
+    _target_lines,
+    _run_lines,
+)  # gpu.md's, in order
+
 
 def markdown(data: dict) -> str:
     "gpu.md: the tables of gpu.json."

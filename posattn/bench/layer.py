@@ -24,23 +24,32 @@ from ..core.span import span_size as _span_size
 from ..encodings.catalogue import PAPER_ENCODINGS, RELATIVE_ENCODINGS
 
 # %% ../../nbs/47_bench.layer.ipynb #96cfe806
-def sigma_for_span(span_size: Sequence[int], # the wanted SpanSize, odd, per dimension
-                   structure_size: Sequence[int],
-                   threshold: float = 0.1 # t in (0, 1)
-                  ) -> list[float]: # sigma per dimension
+def sigma_for_span(
+    span_size: Sequence[int],  # the wanted SpanSize, odd, per dimension
+    structure_size: Sequence[int],
+    threshold: float = 0.1,  # t in (0, 1)
+) -> list[float]:  # sigma per dimension
     "A sigma for which Algorithm 6 with `threshold` gives exactly `span_size` on `structure_size`."
-    if not 0 < threshold < 1: raise ValueError(f"threshold={threshold} must lie in (0, 1): without one there is no window")
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold={threshold} must lie in (0, 1): without one there is no window")
     if len(span_size) != len(structure_size):
-        raise ValueError(f"span_size={list(span_size)} needs one entry per dimension of structure_size={list(structure_size)}")
+        raise ValueError(
+            f"span_size={list(span_size)} needs one entry per dimension of structure_size={list(structure_size)}"
+        )
     c = math.sqrt(-2 * math.log(threshold))
     for w, s in zip(span_size, structure_size):
         if not (isinstance(w, int) and w % 2 == 1 and (3 if s > 1 else 1) <= w <= 2 * s - 1):
-            raise ValueError(f"span_size={list(span_size)} on structure_size={list(structure_size)}: each entry must be "
-                             f"an odd integer from 3 to 2S-1 (1 along a dimension of size 1); got {w!r} for S={s}")
-    return [1. if s == 1 else ((w - 1) / 2 - 0.5) / ((s - 1) * c) for w, s in zip(span_size, structure_size)]
+            raise ValueError(
+                f"span_size={list(span_size)} on structure_size={list(structure_size)}: each entry must be "
+                f"an odd integer from 3 to 2S-1 (1 along a dimension of size 1); got {w!r} for S={s}"
+            )
+    return [1.0 if s == 1 else ((w - 1) / 2 - 0.5) / ((s - 1) * c) for w, s in zip(span_size, structure_size)]
 
 # %% ../../nbs/47_bench.layer.ipynb #70a3dab8
-PEAK_FACTOR = dict(v2=2.5, v3=2.5, default=4.)  # above each version's measured peak / main bytes (results/bench/HISTORY.md)
+PEAK_FACTOR = dict(
+    v2=2.5, v3=2.5, default=4.0
+)  # above each version's measured peak / main bytes (results/bench/HISTORY.md)
+
 
 def _main_bytes(version: str, structure_size, span_size, batch: int, d: int, heads: int, itemsize: int = 4) -> int:
     "Bytes of the big tensors `version` builds for one forward pass (see the table above)."
@@ -49,8 +58,10 @@ def _main_bytes(version: str, structure_size, span_size, batch: int, d: int, hea
         n_p = math.prod(min(w, s) if version == 'v2' else w for w, s in zip(span_size, structure_size))
         copies = 2 * batch + (version == 'v2')  # K* and V* per batch element, and Version 2's P
         return (copies * N * n_p * d + batch * heads * N * n_p) * itemsize
-    if version == 'sdpa': return batch * heads * N * N * itemsize
+    if version == 'sdpa':
+        return batch * heads * N * N * itemsize
     return (N * N * d + batch * heads * N * N) * itemsize
+
 
 def _needed_gb(version: str, structure_size, span_size, batch: int, d: int, heads: int) -> float:
     "The guard's estimate of the peak memory of a case, in GB."
@@ -62,11 +73,15 @@ def _status_kb(key: str) -> int:
     with open('/proc/self/status') as f:
         return next(int(l.split()[1]) for l in f if l.startswith(key + ':'))
 
+
 def _reset_peak() -> bool:
     try:
-        with open('/proc/self/clear_refs', 'w') as f: f.write('5')
+        with open('/proc/self/clear_refs', 'w') as f:
+            f.write('5')
         return True
-    except OSError: return False
+    except OSError:
+        return False
+
 
 def limit_memory(gb: float):
     "Cap this process' address space at its current size plus `gb`."
@@ -74,41 +89,62 @@ def limit_memory(gb: float):
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 # %% ../../nbs/47_bench.layer.ipynb #a4732b2a
-def measured_layer(structure_size, span_size, d: int, heads: int, pe: str = 'siren', span: str = 'gaussian') -> PositionalSelfAttention:
+def measured_layer(
+    structure_size, span_size, d: int, heads: int, pe: str = 'siren', span: str = 'gaussian'
+) -> PositionalSelfAttention:
     "The measured layer: encoding `pe` and a Gaussian span whose sigma gives `span_size` (None: full span, no threshold; span='off': no Gaussian)."
-    block = PositionalSelfAttention(d, heads, pe=pe, dims=len(structure_size), span='gaussian' if span_size else span,
-                                    threshold=0.1 if span_size else 0.)
+    block = PositionalSelfAttention(
+        d,
+        heads,
+        pe=pe,
+        dims=len(structure_size),
+        span='gaussian' if span_size else span,
+        threshold=0.1 if span_size else 0.0,
+    )
     if span_size:
-        with torch.no_grad(): block.span.sigma.copy_(torch.tensor(sigma_for_span(span_size, structure_size)))
+        with torch.no_grad():
+            block.span.sigma.copy_(torch.tensor(sigma_for_span(span_size, structure_size)))
     return block
+
 
 def _step(block: PositionalSelfAttention, x: torch.Tensor, structure_size, version: str):
     "One forward and backward pass; 'sdpa' runs the projections around PyTorch's fused attention."
     block.zero_grad(set_to_none=True)
     if version == 'sdpa':
         y = block.out(merge_heads(F.scaled_dot_product_attention(*block.project(x))))
-    else: y = block(x, structure_size)
+    else:
+        y = block(x, structure_size)
     y.sum().backward()
 
+
 def sync(dev: torch.device):
-    if dev.type == 'cuda': torch.cuda.synchronize(dev)
+    if dev.type == 'cuda':
+        torch.cuda.synchronize(dev)
 
 # %% ../../nbs/47_bench.layer.ipynb #f38fb717
 def peak_mb(step, dev: torch.device) -> float:
     "Run `step` once and return the extra memory (MB) it needed at its peak."
     if dev.type == 'cuda':
-        sync(dev); torch.cuda.reset_peak_memory_stats(dev); before = torch.cuda.memory_allocated(dev)
-        step(); sync(dev)
+        sync(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+        before = torch.cuda.memory_allocated(dev)
+        step()
+        sync(dev)
         return (torch.cuda.max_memory_allocated(dev) - before) / 2**20
     before, reset = _status_kb('VmRSS'), _reset_peak()
     step()
-    peak = _status_kb('VmHWM') if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # no reset: the process' peak
+    peak = (
+        _status_kb('VmHWM') if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    )  # no reset: the process' peak
     return (peak - before) / 1024
+
 
 def timed(step, dev: torch.device) -> float:
     "Run `step` once and return its wall time in seconds (CUDA synchronised before and after)."
-    sync(dev); t = time.perf_counter()
-    step(); sync(dev)
+    sync(dev)
+    t = time.perf_counter()
+    step()
+    sync(dev)
     return time.perf_counter() - t
 
 # %% ../../nbs/47_bench.layer.ipynb #6b9480e8
@@ -116,16 +152,21 @@ def is_oom(e: BaseException) -> bool:
     "Whether `e` is an out-of-memory error: Python's, PyTorch's, or an allocation refused by the address-space limit."
     return isinstance(e, MemoryError) or 'out of memory' in str(e).lower() or "can't allocate memory" in str(e).lower()
 
+
 def _child_device(case: dict) -> torch.device:
     "A measuring subprocess' device, with the case's threads and (on the CPU) its memory limit set."
     dev = resolve_device(case['device'])
-    if case.get('threads'): torch.set_num_threads(case['threads'])
-    if dev.type == 'cpu': limit_memory(case['mem_limit_gb'])
+    if case.get('threads'):
+        torch.set_num_threads(case['threads'])
+    if dev.type == 'cpu':
+        limit_memory(case['mem_limit_gb'])
     return dev
+
 
 def failure_status(e: Exception) -> str:
     "The status of a case that raised `e`: 'oom', or the error in one line."
     return 'oom' if is_oom(e) else f"error: {type(e).__name__}: {str(e)[:300]}"
+
 
 def run_layer(case: dict) -> dict:
     "Measure one case in this process (the subprocess' body): peak memory with the allocator's defaults, then the timed passes keeping freed memory."
@@ -134,21 +175,28 @@ def run_layer(case: dict) -> dict:
     try:
         torch.manual_seed(case['seed'])
         S = case['structure_size']
-        block = measured_layer(S, case['span_size'], case['d'], case['heads'], case.get('pe', 'siren'), case.get('span', 'gaussian')).to(dev)
+        block = measured_layer(
+            S, case['span_size'], case['d'], case['heads'], case.get('pe', 'siren'), case.get('span', 'gaussian')
+        ).to(dev)
         block.version = 'v1' if case['version'] == 'sdpa' else case['version']
         x = torch.randn(case['batch'], math.prod(S), case['d'], device=dev)
         step = lambda: _step(block, x, S, case['version'])
         out['peak_mb'] = peak_mb(step, dev)
-        out['kept_memory'] = case.get('keep_memory', True) and keep_freed_memory()  # timed as a run allocates: see "Allocations" below
+        out['kept_memory'] = (
+            case.get('keep_memory', True) and keep_freed_memory()
+        )  # timed as a run allocates: see "Allocations" below
         step()  # untimed: the first pass after the switch grows the kept heap (page faults a run pays once)
         out['times'] = [timed(step, dev) for _ in range(case['repeats'])]
-        while sum(out['times']) < case.get('min_time_s', 0.) and len(out['times']) < 50:
+        while sum(out['times']) < case.get('min_time_s', 0.0) and len(out['times']) < 50:
             out['times'].append(timed(step, dev))
         out['time_s'] = statistics.median(out['times'])
-    except Exception as e: out['status'] = failure_status(e)
+    except Exception as e:
+        out['status'] = failure_status(e)
     return out
 
+
 LAYER_BODY = 'posattn.bench.layer:run_layer'  # what `measure`'s child runs
+
 
 def _child():
     "Entry point of the subprocess: the body 'module:function' as its argument, a case as JSON on stdin, the body's result as JSON on the last line of stdout."
@@ -168,136 +216,216 @@ def _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe
         raise ValueError(f"span='off' with span_size={span_size}: a window is cut from the Gaussian span")
     S = list(check_structure_size(structure_size))
     counts = [check_int(name, value) for name, value in dict(batch=batch, d=d, heads=heads, repeats=repeats).items()]
-    if d % heads: raise ValueError(f"d={d} must be divisible by heads={heads}")
-    if span_size is not None: sigma_for_span(span_size, S)  # raises on an unreachable window
+    if d % heads:
+        raise ValueError(f"d={d} must be divisible by heads={heads}")
+    if span_size is not None:
+        sigma_for_span(span_size, S)  # raises on an unreachable window
     return S, *counts
+
 
 def _real_span(structure_size, span_size) -> list[int]:
     "The SpanSize the measured layer uses: Algorithm 6 on the sigma from `sigma_for_span` (RelativeSize if None)."
-    if span_size is None: return list(relative_size(structure_size))
+    if span_size is None:
+        return list(relative_size(structure_size))
     sigma = torch.tensor(sigma_for_span(span_size, structure_size), dtype=torch.float32)
     return list(_span_size(sigma, 0.1, structure_size))
 
 # %% ../../nbs/47_bench.layer.ipynb #7db2382d
-def in_child(case: dict, timeout_s: float,
-             body: str # 'module:function': a public function from the case dict to the result dict
-            ) -> dict:
+def in_child(
+    case: dict,
+    timeout_s: float,
+    body: str,  # 'module:function': a public function from the case dict to the result dict
+) -> dict:
     "Run `body(case)` in a fresh Python process: its result, or only a status when it timed out, was killed or failed."
     try:
-        r = subprocess.run([sys.executable, '-c', 'from posattn.bench.layer import _child; _child()', body],
-                           input=json.dumps(case), capture_output=True, text=True, timeout=timeout_s)
+        r = subprocess.run(
+            [sys.executable, '-c', 'from posattn.bench.layer import _child; _child()', body],
+            input=json.dumps(case),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         return dict(status=f"skipped: timeout after {timeout_s} s")
-    if r.returncode == 0: return json.loads(r.stdout.strip().splitlines()[-1])
+    if r.returncode == 0:
+        return json.loads(r.stdout.strip().splitlines()[-1])
     return dict(status='oom' if r.returncode == -9 else f"error: exit {r.returncode}: {r.stderr.strip()[-300:]}")
 
-def measure(version: str, # a key of posattn.block.VERSIONS, or 'sdpa'
-            structure_size: Sequence[int],
-            span_size: Sequence[int] | None = None, # odd window per dimension; None: full span, no threshold
-            batch: int = 4, d: int = 64, heads: int = 8,
-            repeats: int = 3, # timed passes after the warm-up
-            min_time_s: float = 0., # keep timing passes until they add up to this (50 passes at most)
-            seed: int = 0, device: str = 'cpu', # 'auto' picks CUDA when available
-            mem_limit_gb: float = 16, # the subprocess may not grow by more than this
-            threads: int | None = None, # torch threads in the subprocess; None keeps torch's default
-            guard: bool = True, # skip up front when the size estimate exceeds mem_limit_gb
-            timeout_s: float = 1800,
-            pe: str = 'siren', # the layer's relative encoding, one of RELATIVE_ENCODINGS
-            span: str = 'gaussian' # 'off': no Gaussian (full span only)
-           ) -> dict:
+
+def measure(
+    version: str,  # a key of posattn.block.VERSIONS, or 'sdpa'
+    structure_size: Sequence[int],
+    span_size: Sequence[int] | None = None,  # odd window per dimension; None: full span, no threshold
+    batch: int = 4,
+    d: int = 64,
+    heads: int = 8,
+    repeats: int = 3,  # timed passes after the warm-up
+    min_time_s: float = 0.0,  # keep timing passes until they add up to this (50 passes at most)
+    seed: int = 0,
+    device: str = 'cpu',  # 'auto' picks CUDA when available
+    mem_limit_gb: float = 16,  # the subprocess may not grow by more than this
+    threads: int | None = None,  # torch threads in the subprocess; None keeps torch's default
+    guard: bool = True,  # skip up front when the size estimate exceeds mem_limit_gb
+    timeout_s: float = 1800,
+    pe: str = 'siren',  # the layer's relative encoding, one of RELATIVE_ENCODINGS
+    span: str = 'gaussian',  # 'off': no Gaussian (full span only)
+) -> dict:
     "Time and peak memory of forward + backward of one attention layer, measured in a fresh subprocess."
     span_size = None if span_size is None else list(span_size)
-    structure_size, batch, d, heads, repeats = _check_case(version, structure_size, span_size, batch=batch, d=d,
-                                                           heads=heads,
-                                                           repeats=repeats,
-                                                           pe=pe,
-                                                           span=span)
+    structure_size, batch, d, heads, repeats = _check_case(
+        version, structure_size, span_size, batch=batch, d=d, heads=heads, repeats=repeats, pe=pe, span=span
+    )
     dev = str(resolve_device(device))
     real = _real_span(structure_size, span_size)
-    layer = dict(version=version, pe=pe, span=span, structure_size=structure_size, span_size=span_size, batch=batch, d=d,
-                 heads=heads, repeats=repeats, min_time_s=min_time_s, seed=seed)
+    layer = dict(
+        version=version,
+        pe=pe,
+        span=span,
+        structure_size=structure_size,
+        span_size=span_size,
+        batch=batch,
+        d=d,
+        heads=heads,
+        repeats=repeats,
+        min_time_s=min_time_s,
+        seed=seed,
+    )
     case = layer | dict(device=dev, mem_limit_gb=mem_limit_gb, threads=threads)  # what the child measures
-    info = layer | dict(span_size=real, main_mb=_main_bytes(version, structure_size, real, batch, d, heads) / 2**20,
-                        load_1min=os.getloadavg()[0])  # other work on a shared machine slows a case down: record it
+    info = layer | dict(
+        span_size=real,
+        main_mb=_main_bytes(version, structure_size, real, batch, d, heads) / 2**20,
+        load_1min=os.getloadavg()[0],
+    )  # other work on a shared machine slows a case down: record it
     blank = dict(time_s=None, times=[], peak_mb=None, threads=threads or torch.get_num_threads(), device=dev)
     need_gb = _needed_gb(version, structure_size, real, batch, d, heads)
     if guard and need_gb > mem_limit_gb:
         return info | blank | dict(status=f"skipped: needs about {need_gb:.1f} GB > mem_limit_gb={mem_limit_gb}")
     r = in_child(case, timeout_s, LAYER_BODY)
-    if r['status'] == 'oom' and r.get('kept_memory'):  # kept memory fragmented the heap past the limit: see "Allocations"
+    if r['status'] == 'oom' and r.get(
+        'kept_memory'
+    ):  # kept memory fragmented the heap past the limit: see "Allocations"
         r = in_child(case | dict(keep_memory=False), timeout_s, LAYER_BODY)
     return info | blank | r
 
 # %% ../../nbs/47_bench.layer.ipynb #3d5f9983
-def optional(module: str, # what to import, e.g. 'tqdm.auto'
-             use: str # what needs it, for the message
-            ):
+def optional(
+    module: str,  # what to import, e.g. 'tqdm.auto'
+    use: str,  # what needs it, for the message
+):
     "Import `module` of the experiments extra where a benchmark draws or shows progress; an ImportError names the extra."
-    try: return importlib.import_module(module)
+    try:
+        return importlib.import_module(module)
     except ImportError as e:
-        raise ImportError(f"{use} needs {module.split('.')[0]}, of the experiments extra ({e}): "
-                          "pip install '.[experiments]' in a posattn checkout") from None
+        raise ImportError(
+            f"{use} needs {module.split('.')[0]}, of the experiments extra ({e}): "
+            "pip install '.[experiments]' in a posattn checkout"
+        ) from None
 
 # %% ../../nbs/47_bench.layer.ipynb #794137e5
 def machine_info() -> dict:
     "What the numbers depend on: torch version, threads, CPUs, date, and the code (`code_version`)."
-    cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), platform.processor()) \
-        if os.path.exists('/proc/cpuinfo') else platform.processor()
-    return dict(torch=torch.__version__, threads=torch.get_num_threads(), cpu_count=os.cpu_count(), cpu=cpu,
-                python=platform.python_version(), cuda=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-                load_1min=os.getloadavg()[0], date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
-                code=code_version())
+    cpu = (
+        next(
+            (l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')),
+            platform.processor(),
+        )
+        if os.path.exists('/proc/cpuinfo')
+        else platform.processor()
+    )
+    return dict(
+        torch=torch.__version__,
+        threads=torch.get_num_threads(),
+        cpu_count=os.cpu_count(),
+        cpu=cpu,
+        python=platform.python_version(),
+        cuda=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        load_1min=os.getloadavg()[0],
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+        code=code_version(),
+    )
+
 
 def _same_layer(result: dict, case: dict) -> bool:
     "Whether the layer `result` measured `case` (keyword arguments of `measure`)."
     old = dict(pe='siren', span='gaussian')  # the defaults, and what results from before `pe` and `span` measured
     S = list(case['structure_size'])
-    want = dict(version=case['version'], structure_size=S, span_size=_real_span(S, case.get('span_size')),
-                batch=case.get('batch', 4), d=case.get('d', 64), heads=case.get('heads', 8), repeats=case.get('repeats', 3),
-                seed=case.get('seed', 0), **{k: case.get(k, v) for k, v in old.items()})
+    want = dict(
+        version=case['version'],
+        structure_size=S,
+        span_size=_real_span(S, case.get('span_size')),
+        batch=case.get('batch', 4),
+        d=case.get('d', 64),
+        heads=case.get('heads', 8),
+        repeats=case.get('repeats', 3),
+        seed=case.get('seed', 0),
+        **{k: case.get(k, v) for k, v in old.items()},
+    )
     return all(result.get(k, old.get(k)) == v for k, v in want.items())
+
 
 # a case's kind -> (its measuring function, called with the case's other keys; whether a result measured a case)
 CASE_KINDS: dict[str, tuple[Callable[..., dict], Callable[[dict, dict], bool]]] = {'layer': (measure, _same_layer)}
 
-_REGISTERED_BY = {'train': 'posattn.bench.train', 'vit': 'posattn.bench.vit'}  # for the message only: the module imports nothing later
+_REGISTERED_BY = {
+    'train': 'posattn.bench.train',
+    'vit': 'posattn.bench.vit',
+}  # for the message only: the module imports nothing later
+
 
 def _registered(kind: str) -> tuple[Callable[..., dict], Callable[[dict, dict], bool]]:
     "What `CASE_KINDS` holds for `kind`; a ValueError names the module that registers it."
-    if kind in CASE_KINDS: return CASE_KINDS[kind]
+    if kind in CASE_KINDS:
+        return CASE_KINDS[kind]
     hint = f"import {_REGISTERED_BY[kind]}" if kind in _REGISTERED_BY else "no posattn module registers it"
     raise ValueError(f"kind={kind!r} is not registered (registered: {', '.join(map(repr, CASE_KINDS))}): {hint}")
+
 
 def _same_case(result: dict, case: dict) -> bool:
     "Whether `result` measured `case`: the same kind, measured as a run allocates, and the same case by its kind's check."
     kind = case.get('kind', 'layer')
     same = _registered(kind)[1]
-    if result.get('kind', 'layer') != kind: return False
-    if 'kept_memory' not in result: return False  # measured with the allocator's defaults, not as a run allocates
+    if result.get('kind', 'layer') != kind:
+        return False
+    if 'kept_memory' not in result:
+        return False  # measured with the allocator's defaults, not as a run allocates
     return same(result, case)
 
-def run_cases(cases: list[dict], # keyword arguments of a registered kind's measuring function (`kind`: 'layer' if none), one dict per case
-              path, # where the JSON goes
-              resume: bool = False # reuse the 'ok' results already in `path` for the same cases
-             ) -> list[dict]: # results, also written to `path` as JSON
+
+def run_cases(
+    cases: list[
+        dict
+    ],  # keyword arguments of a registered kind's measuring function (`kind`: 'layer' if none), one dict per case
+    path,  # where the JSON goes
+    resume: bool = False,  # reuse the 'ok' results already in `path` for the same cases
+) -> list[dict]:  # results, also written to `path` as JSON
     "Measure every case (progress bar), writing the results and machine info to `path` after each new measurement."
     kinds = [_registered(case.get('kind', 'layer')) for case in cases]  # an unregistered kind: refused before any work
     path, machine, results = Path(path), machine_info(), []
     old = json.loads(path.read_text()) if resume and path.exists() else dict(cases=[])
-    recorded = lambda case, status: [r for r in old['cases']  # results of the same code, case and status
-                                     if r.get('code') == machine['code'] and _same_case(r, case) and r['status'] == status]
+    recorded = lambda case, status: [
+        r
+        for r in old['cases']  # results of the same code, case and status
+        if r.get('code') == machine['code'] and _same_case(r, case) and r['status'] == status
+    ]
     reused = False
     tqdm = optional('tqdm.auto', 'run_cases (its progress bar)').tqdm
     for k, case in enumerate(tqdm(cases, desc='cases')):
         done = recorded(case, 'ok')
-        if done: results.append(done[0]); reused = True; continue
+        if done:
+            results.append(done[0])
+            reused = True
+            continue
         r = kinds[k][0](**{key: v for key, v in case.items() if key != 'kind'})
         r = r | dict(code=machine['code'])  # which code measured it: only the same code's results are reused
         same = recorded(case, r['status'])
-        if same: results.append(same[0]); continue  # the outcome on record (e.g. the same guard skip): nothing new
+        if same:
+            results.append(same[0])
+            continue  # the outcome on record (e.g. the same guard skip): nothing new
         results.append(r)
-        later = [o for o in old['cases'] if any(_same_case(o, c) for c in cases[k + 1:])]
-        stamp = dict(resumed_from=old['machine']) if reused or later else {}  # the file holds results of the earlier run
+        later = [o for o in old['cases'] if any(_same_case(o, c) for c in cases[k + 1 :])]
+        stamp = (
+            dict(resumed_from=old['machine']) if reused or later else {}
+        )  # the file holds results of the earlier run
         atomic_write_text(json.dumps(dict(machine=machine | stamp, cases=results + later), indent=1), path)
     return results
 
@@ -305,9 +433,10 @@ def run_cases(cases: list[dict], # keyword arguments of a registered kind's meas
 def _median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float]:
     "A `level` interval for the median of `xs` from their order statistics (the sign test's), or the extremes if too few."
     xs, n = sorted(xs), len(xs)
-    below = lambda k: sum(math.comb(n, i) for i in range(k)) / 2 ** n  # P(fewer than k of n below the median)
+    below = lambda k: sum(math.comb(n, i) for i in range(k)) / 2**n  # P(fewer than k of n below the median)
     k = max([k for k in range(1, n // 2 + 1) if below(k) <= (1 - level) / 2], default=1)
     return xs[k - 1], xs[n - k]
+
 
 def run_pair(case: dict) -> dict:
     "Measure a window against the full span in this process (the subprocess' body): timed pairs, the two in turn."
@@ -324,47 +453,83 @@ def run_pair(case: dict) -> dict:
         steps = {name: (lambda b=b: _step(b, x, S, case['version'])) for name, b in layers.items()}
         out['kept_memory'] = keep_freed_memory()
         times = {name: [] for name in steps}
-        for step in steps.values(): step()  # untimed: grows the kept heap
-        while len(out['ratios']) < case['pairs'] or (sum(map(sum, times.values())) < case['min_time_s'] and len(out['ratios']) < 50):
-            for name in (('window', 'full') if len(out['ratios']) % 2 else ('full', 'window')):
+        for step in steps.values():
+            step()  # untimed: grows the kept heap
+        while len(out['ratios']) < case['pairs'] or (
+            sum(map(sum, times.values())) < case['min_time_s'] and len(out['ratios']) < 50
+        ):
+            for name in ('window', 'full') if len(out['ratios']) % 2 else ('full', 'window'):
                 times[name].append(timed(steps[name], dev))
             out['ratios'].append(times['window'][-1] / times['full'][-1])
         out |= {f'{name}_s': statistics.median(t) for name, t in times.items()}
         out['ratio'] = statistics.median(out['ratios'])
         out['ratio_low'], out['ratio_high'] = _median_interval(out['ratios'])
-    except Exception as e: out['status'] = failure_status(e)
+    except Exception as e:
+        out['status'] = failure_status(e)
     return out
 
 # %% ../../nbs/47_bench.layer.ipynb #42ca0152
 PAIR_BODY = 'posattn.bench.layer:run_pair'  # what `measure_pair`'s child runs
 
-def measure_pair(structure_size: Sequence[int],
-                 span_size: Sequence[int], # the window: odd per dimension, less than the full span somewhere
-                 version: str = 'fast', batch: int = 4, d: int = 64, heads: int = 8,
-                 pairs: int = 10, # timed pairs at least
-                 min_time_s: float = 4., # keep timing pairs until both layers' times add up to this (50 pairs at most)
-                 seed: int = 0, device: str = 'cpu', mem_limit_gb: float = 16, threads: int | None = None,
-                 timeout_s: float = 1800) -> dict:
+
+def measure_pair(
+    structure_size: Sequence[int],
+    span_size: Sequence[int],  # the window: odd per dimension, less than the full span somewhere
+    version: str = 'fast',
+    batch: int = 4,
+    d: int = 64,
+    heads: int = 8,
+    pairs: int = 10,  # timed pairs at least
+    min_time_s: float = 4.0,  # keep timing pairs until both layers' times add up to this (50 pairs at most)
+    seed: int = 0,
+    device: str = 'cpu',
+    mem_limit_gb: float = 16,
+    threads: int | None = None,
+    timeout_s: float = 1800,
+) -> dict:
     "A window's forward + backward against the same layer's over the full span, timed in alternation in one fresh subprocess."
-    if version == 'sdpa': raise ValueError("version='sdpa' has no window: measure_pair compares a version's window with its full span")
-    structure_size, batch, d, heads, _ = _check_case(version, structure_size, list(span_size), batch=batch, d=d,
-                                                     heads=heads, repeats=1)
+    if version == 'sdpa':
+        raise ValueError("version='sdpa' has no window: measure_pair compares a version's window with its full span")
+    structure_size, batch, d, heads, _ = _check_case(
+        version, structure_size, list(span_size), batch=batch, d=d, heads=heads, repeats=1
+    )
     pairs = check_int('pairs', pairs)
     real = _real_span(structure_size, span_size)
     if real == [2 * s - 1 for s in structure_size]:
-        raise ValueError(f"span_size={list(span_size)} covers the full span of structure_size={structure_size}: nothing to compare")
+        raise ValueError(
+            f"span_size={list(span_size)} covers the full span of structure_size={structure_size}: nothing to compare"
+        )
     dev = str(resolve_device(device))
-    layer = dict(kind='pair', version=version, structure_size=structure_size, span_size=real, batch=batch, d=d, heads=heads,
-                 pairs=pairs, min_time_s=min_time_s, seed=seed)
+    layer = dict(
+        kind='pair',
+        version=version,
+        structure_size=structure_size,
+        span_size=real,
+        batch=batch,
+        d=d,
+        heads=heads,
+        pairs=pairs,
+        min_time_s=min_time_s,
+        seed=seed,
+    )
     info = layer | dict(load_1min=os.getloadavg()[0])
     return info | in_child(layer | dict(device=dev, mem_limit_gb=mem_limit_gb, threads=threads), timeout_s, PAIR_BODY)
+
 
 def _same_pair(result: dict, case: dict) -> bool:
     "Whether the pair `result` measured `case` (keyword arguments of `measure_pair`)."
     S = list(case['structure_size'])
-    want = dict(version=case.get('version', 'fast'), structure_size=S, span_size=_real_span(S, case['span_size']),
-                batch=case.get('batch', 4), d=case.get('d', 64), heads=case.get('heads', 8), pairs=case.get('pairs', 10),
-                seed=case.get('seed', 0))
+    want = dict(
+        version=case.get('version', 'fast'),
+        structure_size=S,
+        span_size=_real_span(S, case['span_size']),
+        batch=case.get('batch', 4),
+        d=case.get('d', 64),
+        heads=case.get('heads', 8),
+        pairs=case.get('pairs', 10),
+        seed=case.get('seed', 0),
+    )
     return all(result.get(k) == v for k, v in want.items())
+
 
 CASE_KINDS['pair'] = (measure_pair, _same_pair)

@@ -19,43 +19,73 @@ from .train import train_setup, train_step
 # %% ../../nbs/47b_bench.profile.ipynb #77613ff9
 _FRAME = re.compile(r'^.*?posattn/(.+)\.py\((\d+)\): (.+)$')  # a Python frame of posattn in the profiler's trace
 
+
 def _phase(e) -> str | None:
     "'optimizer', 'backward' or 'forward': where in the training step the event `e` ran (None: the profiler's own)."
     while e is not None:
-        if e.name.startswith('torch/profiler/'): return None
-        if e.name.startswith('Optimizer.'): return 'optimizer'
-        if e.name.startswith('autograd::engine::evaluate_function'): return 'backward'
+        if e.name.startswith('torch/profiler/'):
+            return None
+        if e.name.startswith('Optimizer.'):
+            return 'optimizer'
+        if e.name.startswith('autograd::engine::evaluate_function'):
+            return 'backward'
         e = e.cpu_parent
     return 'forward'
+
 
 def _where(e, forward_of: dict) -> tuple[str, str | None]:
     "The innermost posattn function around `e` (through the forward op of a backward node) and the nn.Module below it."
     module = None
     while e is not None:
         n = e.name
-        if n.startswith('Optimizer.'): return 'optimizer ' + n.split('#')[-1].split('.')[-1], None
-        if n.startswith('nn.Module: ') and module is None: module = n[len('nn.Module: '):].rsplit('_', 1)[0]
-        if m := _FRAME.match(n): return f"{m[1]}.py:{m[2]} {m[3]}", module
+        if n.startswith('Optimizer.'):
+            return 'optimizer ' + n.split('#')[-1].split('.')[-1], None
+        if n.startswith('nn.Module: ') and module is None:
+            module = n[len('nn.Module: ') :].rsplit('_', 1)[0]
+        if m := _FRAME.match(n):
+            return f"{m[1]}.py:{m[2]} {m[3]}", module
         if n.startswith('autograd::engine::evaluate_function') and e.sequence_nr in forward_of:
             return _where(forward_of[e.sequence_nr], {})
         e = e.cpu_parent
     return '(outside posattn)', module
 
+
 def _operator(name: str) -> str:
     "The operator's name; '(autograd engine)' for a backward node's own time, '(python)' for the interpreter's."
-    if name.startswith('autograd::engine::'): return '(autograd engine)'
-    return '(python)' if _FRAME.match(name) or name.startswith(('torch/', '<built-in', 'nn.Module', '<')) or '.py(' in name else name
+    if name.startswith('autograd::engine::'):
+        return '(autograd engine)'
+    return (
+        '(python)'
+        if _FRAME.match(name) or name.startswith(('torch/', '<built-in', 'nn.Module', '<')) or '.py(' in name
+        else name
+    )
 
 # %% ../../nbs/47b_bench.profile.ipynb #0c44ccbd
-def profile_train_step(treatment: str, # a key of TRAIN_MODELS
-                       side: int, threads: int = 1, batch: int = 20,
-                       sigmas: list[list[float]] | None = None, version: str | None = None,
-                       blocks: int = 6, d: int = 64, heads: int = 8,
-                       steps: int = 1, # profiled steps (after one warm-up step); times are per step
-                       seed: int = 0) -> dict:
+def profile_train_step(
+    treatment: str,  # a key of TRAIN_MODELS
+    side: int,
+    threads: int = 1,
+    batch: int = 20,
+    sigmas: list[list[float]] | None = None,
+    version: str | None = None,
+    blocks: int = 6,
+    d: int = 64,
+    heads: int = 8,
+    steps: int = 1,  # profiled steps (after one warm-up step); times are per step
+    seed: int = 0,
+) -> dict:
     "Self CPU time of one training step by operator and by posattn function (forward, backward, optimizer), in ms; keeps freed memory, as a run does."
-    case = dict(treatment=treatment, side=side, sigmas=sigmas, version=version, blocks=blocks, d=d, heads=heads,
-                batch=batch, seed=seed)
+    case = dict(
+        treatment=treatment,
+        side=side,
+        sigmas=sigmas,
+        version=version,
+        blocks=blocks,
+        d=d,
+        heads=heads,
+        batch=batch,
+        seed=seed,
+    )
     keep_freed_memory()  # as a run does: else page faults of fresh score buffers show up as fills and copies
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -65,25 +95,40 @@ def profile_train_step(treatment: str, # a key of TRAIN_MODELS
         plain = timed(lambda: train_step(model, opt, x, y), torch.device('cpu'))
         t = time.perf_counter()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_stack=True) as prof:
-            for _ in range(steps): train_step(model, opt, x, y)
+            for _ in range(steps):
+                train_step(model, opt, x, y)
         wall = (time.perf_counter() - t) / steps
-    finally: torch.set_num_threads(old)
+    finally:
+        torch.set_num_threads(old)
     events = prof.events()
     main = statistics.mode(e.thread for e in events if e.name.startswith('aten::'))  # the thread that ran the step
     events = [e for e in events if e.thread == main]  # another Python thread (tqdm's monitor) waits the whole time
-    forward_of = {e.sequence_nr: e for e in reversed(events)  # the first forward op of each sequence number
-                  if e.sequence_nr >= 0 and not e.name.startswith('autograd::')}
+    forward_of = {
+        e.sequence_nr: e
+        for e in reversed(events)  # the first forward op of each sequence number
+        if e.sequence_nr >= 0 and not e.name.startswith('autograd::')
+    }
     parts = Counter()
     for e in events:
         if (phase := _phase(e)) is not None:
             parts[(*_where(e, forward_of), phase, _operator(e.name))] += e.self_cpu_time_total / 1000 / steps
-    return dict(treatment=treatment, side=side, threads=threads, batch=batch, windows=[s['span_size'] for s in model.spans()],
-                plain_ms=plain * 1000, wall_ms=wall * 1000, total_ms=sum(parts.values()),
-                parts=[dict(function=f, module=m, phase=p, operator=o, ms=ms) for (f, m, p, o), ms in parts.most_common()])
+    return dict(
+        treatment=treatment,
+        side=side,
+        threads=threads,
+        batch=batch,
+        windows=[s['span_size'] for s in model.spans()],
+        plain_ms=plain * 1000,
+        wall_ms=wall * 1000,
+        total_ms=sum(parts.values()),
+        parts=[dict(function=f, module=m, phase=p, operator=o, ms=ms) for (f, m, p, o), ms in parts.most_common()],
+    )
 
-def profile_totals(profile: dict, # `profile_train_step`
-                   by: Sequence[str] = ('function', 'phase') # fields of a part to group by
-                  ) -> dict[tuple, float]:
+
+def profile_totals(
+    profile: dict,  # `profile_train_step`
+    by: Sequence[str] = ('function', 'phase'),  # fields of a part to group by
+) -> dict[tuple, float]:
     "Milliseconds per group of parts, largest first."
     out = Counter()
     for p in profile['parts']:
@@ -91,16 +136,23 @@ def profile_totals(profile: dict, # `profile_train_step`
     return dict(out.most_common())
 
 # %% ../../nbs/47b_bench.profile.ipynb #c5cfb086
-def profile_markdown(profiles: Sequence[dict], # results of `profile_train_step`
-                     top: int = 12 # rows per table: the largest groups of any profile
-                    ) -> str:
+def profile_markdown(
+    profiles: Sequence[dict],  # results of `profile_train_step`
+    top: int = 12,  # rows per table: the largest groups of any profile
+) -> str:
     "Two Markdown tables: % of the step per posattn function and phase, and per operator; one column per profile."
     out = []
     for by, title in ((('function', 'phase'), 'function (file:line of its def)'), (('operator',), 'operator')):
         totals = [profile_totals(p, by) for p in profiles]
         keys = list(dict.fromkeys(k for t in totals for k in list(t)[:top]))
-        shares = [{k: 100 * t.get(k, 0.) / p['total_ms'] for k in keys} for t, p in zip(totals, profiles)]  # % of each step
-        head = [title, *by[1:], *(f"{p['treatment']} {p['side']}x{p['side']} ({p['total_ms']:.0f} ms)" for p in profiles)]
+        shares = [
+            {k: 100 * t.get(k, 0.0) / p['total_ms'] for k in keys} for t, p in zip(totals, profiles)
+        ]  # % of each step
+        head = [
+            title,
+            *by[1:],
+            *(f"{p['treatment']} {p['side']}x{p['side']} ({p['total_ms']:.0f} ms)" for p in profiles),
+        ]
         lines = [[f'`{k[0]}`', *k[1:], *(f'{s[k]:.1f}' for s in shares)] for k in keys]
         lines.append(['(the rest)', *[''] * (len(by) - 1), *(f'{100 - sum(s.values()):.1f}' for s in shares)])
         out.append(markdown_table(head, lines))

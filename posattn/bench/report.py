@@ -23,42 +23,56 @@ from .layer import optional
 from .train import TRAIN_FLOOR
 
 # %% ../../nbs/47c_bench.report.ipynb #16ee84da
-FLOORS = ('sdpa',) # versions that ignore the window: their mean per structure and batch is shown at every window
+FLOORS = ('sdpa',)  # versions that ignore the window: their mean per structure and batch is shown at every window
 
-def _label(xs) -> str: return 'x'.join(map(str, xs))
+
+def _label(xs) -> str:
+    return 'x'.join(map(str, xs))
+
 
 def _window(span_size, structure_size) -> str:
     "'full' for a SpanSize over the whole relative grid of `structure_size`, else the SpanSize."
     return 'full' if list(span_size) == list(relative_size(structure_size)) else _label(span_size)
 
+
 def _ok(m: dict | None, field: str):
     "A measured field, None unless the case ran."
     return m[field] if m and m['status'] == 'ok' else None
+
 
 def _mean(cases: Sequence[dict], field: str):
     "The mean of `field` over the cases that ran, None if none did."
     xs = [c[field] for c in cases if c['status'] == 'ok']
     return statistics.fmean(xs) if xs else None
 
+
 def _floor_cases(cases: Sequence[dict]) -> dict[tuple[str, str, int], list[dict]]:
     "The floors' cases by (version, structure, batch)."
     floors = {}
     for c in cases:
-        if c['version'] in FLOORS: floors.setdefault((c['version'], _label(c['structure_size']), c['batch']), []).append(c)
+        if c['version'] in FLOORS:
+            floors.setdefault((c['version'], _label(c['structure_size']), c['batch']), []).append(c)
     return floors
 
-def summary_rows(cases: Sequence[dict] # results of `measure`, as `run_cases` writes them
-                ) -> dict[tuple[str, int, str], dict[str, dict]]:
+
+def summary_rows(
+    cases: Sequence[dict],  # results of `measure`, as `run_cases` writes them
+) -> dict[tuple[str, int, str], dict[str, dict]]:
     "{(structure, batch, window): {version: time_s, peak_mb, status}}; a floor's mean sits at every window of its structure and batch."
     rows = {}
     for c in cases:
-        if c['version'] in FLOORS: continue
+        if c['version'] in FLOORS:
+            continue
         key = (_label(c['structure_size']), c['batch'], _window(c['span_size'], c['structure_size']))
         rows.setdefault(key, {})[c['version']] = dict(time_s=c['time_s'], peak_mb=c['peak_mb'], status=c['status'])
     for (v, S, b), cs in _floor_cases(cases).items():
-        mean = dict(time_s=_mean(cs, 'time_s'), peak_mb=_mean(cs, 'peak_mb'),
-                    status='ok' if any(c['status'] == 'ok' for c in cs) else cs[0]['status'])
-        for k in [k for k in rows if k[:2] == (S, b)] or [(S, b, 'any')]: rows.setdefault(k, {})[v] = mean
+        mean = dict(
+            time_s=_mean(cs, 'time_s'),
+            peak_mb=_mean(cs, 'peak_mb'),
+            status='ok' if any(c['status'] == 'ok' for c in cs) else cs[0]['status'],
+        )
+        for k in [k for k in rows if k[:2] == (S, b)] or [(S, b, 'any')]:
+            rows.setdefault(k, {})[v] = mean
     return rows
 
 # %% ../../nbs/47c_bench.report.ipynb #ce7cafb3
@@ -66,143 +80,246 @@ def num_cell(x, spec: str) -> str:
     "A table's number: `x` formatted by `spec`, or '' where nothing was measured (None); the reports and the device check write their numbers here."
     return '' if x is None else format(x, spec)
 
-def _ratio(a, b): return a / b if a is not None and b else None
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
 
 def _trial_ratios(a: dict | None, b: dict | None, field: str) -> list[float]:
     "a's `field` over b's within each trial both ran in (empty unless both have trials, see `train_rows`)."
     ts, fs = (a or {}).get('trials', {}), (b or {}).get('trials', {})
     return [r for k in ts if k in fs for r in [_ratio(_ok(ts[k], field), _ok(fs[k], field))] if r is not None]
 
+
 def _over(a: dict | None, b: dict | None, field: str):
     "a's `field` over b's, None unless both ran; of results with trials (`train_rows`), the median of the ratios within them."
     rs = _trial_ratios(a, b, field)
     return statistics.median(rs) if rs else _ratio(_ok(a, field), _ok(b, field))
 
+
 def _time_cell(m: dict | None) -> str:
     "A table's time: seconds, or the status's first word when the case did not run ('' without a case)."
     return num_cell(_ok(m, 'time_s'), '.3f') or (m['status'].split(':')[0] if m else '')
 
-def summary_table(rows: dict, # `summary_rows`
-                  versions: Sequence[str], # a time and a memory column each, in this order
-                  ratios: Sequence[tuple[str, str]] = () # (a, b): a time and a memory column of a over b
-                 ) -> str:
+
+def summary_table(
+    rows: dict,  # `summary_rows`
+    versions: Sequence[str],  # a time and a memory column each, in this order
+    ratios: Sequence[tuple[str, str]] = (),  # (a, b): a time and a memory column of a over b
+) -> str:
     "A Markdown table: per (structure, batch, window) each version's time and peak memory, then the ratios."
-    head = (['structure', 'batch', 'window'] + [f'{v} s' for v in versions] + [f'{v} MB' for v in versions]
-            + [f'{a}/{b} time' for a, b in ratios] + [f'{a}/{b} mem' for a, b in ratios])
-    cells = lambda vs: ([_time_cell(vs.get(v)) for v in versions] + [num_cell(_ok(vs.get(v), 'peak_mb'), '.0f') for v in versions]
-                        + [num_cell(_over(vs.get(a), vs.get(b), f), '.2f') for f in ('time_s', 'peak_mb') for a, b in ratios])
+    head = (
+        ['structure', 'batch', 'window']
+        + [f'{v} s' for v in versions]
+        + [f'{v} MB' for v in versions]
+        + [f'{a}/{b} time' for a, b in ratios]
+        + [f'{a}/{b} mem' for a, b in ratios]
+    )
+    cells = lambda vs: (
+        [_time_cell(vs.get(v)) for v in versions]
+        + [num_cell(_ok(vs.get(v), 'peak_mb'), '.0f') for v in versions]
+        + [num_cell(_over(vs.get(a), vs.get(b), f), '.2f') for f in ('time_s', 'peak_mb') for a, b in ratios]
+    )
     return markdown_table(head, [[S, str(batch), w, *cells(vs)] for (S, batch, w), vs in rows.items()])
 
 # %% ../../nbs/47c_bench.report.ipynb #a981228f
-def encodings_table(cases: Sequence[dict] # results of `measure` with several `pe` (and 'sdpa' floors)
-                   ) -> str:
+def encodings_table(
+    cases: Sequence[dict],  # results of `measure` with several `pe` (and 'sdpa' floors)
+) -> str:
     "A Markdown table: per encoding, structure, batch and window the time and peak memory, and the time over SIREN's and over sdpa's."
-    key = lambda c: (c.get('pe', 'siren'), _label(c['structure_size']), c['batch'], _window(c['span_size'], c['structure_size']))
+    key = lambda c: (
+        c.get('pe', 'siren'),
+        _label(c['structure_size']),
+        c['batch'],
+        _window(c['span_size'], c['structure_size']),
+    )
     runs, floors = {key(c): c for c in cases if c['version'] not in FLOORS}, _floor_cases(cases)
-    lines = [[pe, S, b, w, c['version'], _time_cell(c), num_cell(_ok(c, 'peak_mb'), '.0f'),
-              num_cell(_over(c, runs.get(('siren', S, b, w)), 'time_s'), '.2f'),
-              num_cell(_ratio(_ok(c, 'time_s'), _mean(floors.get((FLOORS[0], S, b), []), 'time_s')), '.2f')]
-             for (pe, S, b, w), c in runs.items()]
+    lines = [
+        [
+            pe,
+            S,
+            b,
+            w,
+            c['version'],
+            _time_cell(c),
+            num_cell(_ok(c, 'peak_mb'), '.0f'),
+            num_cell(_over(c, runs.get(('siren', S, b, w)), 'time_s'), '.2f'),
+            num_cell(_ratio(_ok(c, 'time_s'), _mean(floors.get((FLOORS[0], S, b), []), 'time_s')), '.2f'),
+        ]
+        for (pe, S, b, w), c in runs.items()
+    ]
     head = ['encoding', 'structure', 'batch', 'window', 'version', 'time s', 'peak MB', 'time / siren', 'time / sdpa']
     return markdown_table(head, lines)
 
 # %% ../../nbs/47c_bench.report.ipynb #5349f978
 _FIELDS = dict(time_s='time', peak_mb='peak memory')
 
+
 def target_met(value: float, limit: float, strict: bool = False) -> bool:
     "Whether a measured value meets its target: at most `limit`, or below it when `strict`; the reports' and the device check's targets are judged here."
     return value < limit if strict else value <= limit
+
 
 def _against(r: float, limit: float, strict: bool = False, note: str = '') -> str:
     "A measured ratio against its target (`note` before the limit), and met or NOT met."
     return f"{r:.2f} ({note}target {'below' if strict else 'at most'} {limit:.2f}): {'met' if target_met(r, limit, strict) else 'NOT met'}"
 
-def target_line(rows: dict, # `summary_rows`
-                target: dict # ratio=(a, b), field ('time_s' or 'peak_mb'), limit, structure, batch; window (None: every window); strict
-               ) -> str:
+
+def target_line(
+    rows: dict,  # `summary_rows`
+    target: dict,  # ratio=(a, b), field ('time_s' or 'peak_mb'), limit, structure, batch; window (None: every window); strict
+) -> str:
     "One target as a line: the measured ratio of a over b, the limit, and met or NOT met."
     (a, b), field = target['ratio'], target['field']
     check_choice('field', field, _FIELDS)
     S, batch, w = target['structure'], target['batch'], target.get('window')
-    found = [r for k, vs in rows.items() if k[:2] == (S, batch) and (w is None or k[2] == w)
-             for r in [_over(vs.get(a), vs.get(b), field)] if r is not None]
-    where = f"{S}, batch {batch}, " + (f"window {w}" if w else f"every window ({len(found)} measured; the largest ratio)")
+    found = [
+        r
+        for k, vs in rows.items()
+        if k[:2] == (S, batch) and (w is None or k[2] == w)
+        for r in [_over(vs.get(a), vs.get(b), field)]
+        if r is not None
+    ]
+    where = f"{S}, batch {batch}, " + (
+        f"window {w}" if w else f"every window ({len(found)} measured; the largest ratio)"
+    )
     text = f"- {where}: {_FIELDS[field]} {a}/{b}"
-    return f"{text}: {_against(max(found), target['limit'], target.get('strict', False))}" if found else f"{text}: not measured"
+    return (
+        f"{text}: {_against(max(found), target['limit'], target.get('strict', False))}"
+        if found
+        else f"{text}: not measured"
+    )
 
 # %% ../../nbs/47c_bench.report.ipynb #2a89797f
 def _floor_spread(cases: Sequence[dict]) -> str:
     "The spread of each floor's repeated measurements, per structure and batch."
     seen = {k: [c['time_s'] for c in cs] for k, cs in _floor_cases([c for c in cases if c['status'] == 'ok']).items()}
-    parts = [f"{S} batch {b}: {min(ts):.3f} to {max(ts):.3f} s ({len(ts)} cases)" for (v, S, b), ts in seen.items() if len(ts) > 1]
-    return f"{FLOORS[0]} measured more than once (the same computation each time): " + '; '.join(parts) + '.' if parts else ''
+    parts = [
+        f"{S} batch {b}: {min(ts):.3f} to {max(ts):.3f} s ({len(ts)} cases)"
+        for (v, S, b), ts in seen.items()
+        if len(ts) > 1
+    ]
+    return (
+        f"{FLOORS[0]} measured more than once (the same computation each time): " + '; '.join(parts) + '.'
+        if parts
+        else ''
+    )
+
 
 def _allocator_note(cases: Sequence[dict]) -> str:
     "The measured cases whose passes were timed with the allocator's defaults (kept memory ran out of the limit)."
-    odd = [f"{c['version']} {_label(c['structure_size'])} batch {c['batch']} window "
-           f"{_window(c['span_size'], c['structure_size'])}"
-           for c in cases if c['status'] == 'ok' and c.get('kept_memory') is False]
-    return ('Timed with the allocator\'s defaults, because keeping freed memory fragmented the heap past the '
+    odd = [
+        f"{c['version']} {_label(c['structure_size'])} batch {c['batch']} window "
+        f"{_window(c['span_size'], c['structure_size'])}"
+        for c in cases
+        if c['status'] == 'ok' and c.get('kept_memory') is False
+    ]
+    return (
+        (
+            'Timed with the allocator\'s defaults, because keeping freed memory fragmented the heap past the '
             f"case's memory limit (see 47_bench.layer, Allocations), so their passes page-fault their memory "
-            f"again and ratios against them flatter the other version: {'; '.join(odd)}.") if odd else ''
+            f"again and ratios against them flatter the other version: {'; '.join(odd)}."
+        )
+        if odd
+        else ''
+    )
+
 
 def _head(title: str, m: dict, how: str) -> list[str]:
     "A summary's start: its '#' title when given, then when it was measured (and the run it resumed), and `how`."
     resumed = f", resuming a run of {m['resumed_from']['date']}" if m.get('resumed_from') else ''
     return ([f'# {title}'] if title else []) + [f"Measured {m['date']}{resumed} {how}"]
 
-def summary_markdown(data: dict, # {'machine': ..., 'cases': [...]} as `run_cases` writes it
-                     versions: Sequence[str], # a time and a memory column each
-                     ratios: Sequence[tuple[str, str]] = (), # (a, b): columns of a over b
-                     title: str = '', # a '#' heading when given
-                     targets: Sequence[dict] = () # `target_line`'s targets, listed under '## Targets'
-                    ) -> str:
+
+def summary_markdown(
+    data: dict,  # {'machine': ..., 'cases': [...]} as `run_cases` writes it
+    versions: Sequence[str],  # a time and a memory column each
+    ratios: Sequence[tuple[str, str]] = (),  # (a, b): columns of a over b
+    title: str = '',  # a '#' heading when given
+    targets: Sequence[dict] = (),  # `target_line`'s targets, listed under '## Targets'
+) -> str:
     "The benchmark as one Markdown document: machine, table of times, memory and ratios, floor spread, targets."
-    if not versions: raise ValueError(f"versions={versions!r} must name at least one version")
+    if not versions:
+        raise ValueError(f"versions={versions!r} must name at least one version")
     m, rows = data['machine'], summary_rows(data['cases'])
     floors = [v for v in versions if v in FLOORS]
-    out = _head(title, m, f"with torch {m['torch']}, {m['threads']} threads on {m['cpu_count']} CPUs ({m['cpu']}), load "
-                f"{m['load_1min']:.2f} at the start; times in seconds (median of the timed passes), peak memory growth in MB."
-                + (f" {', '.join(floors)} ignores the window: its columns are the mean of its measurements at the structure "
-                   "and batch." if floors else ''))
+    out = _head(
+        title,
+        m,
+        f"with torch {m['torch']}, {m['threads']} threads on {m['cpu_count']} CPUs ({m['cpu']}), load "
+        f"{m['load_1min']:.2f} at the start; times in seconds (median of the timed passes), peak memory growth in MB."
+        + (
+            f" {', '.join(floors)} ignores the window: its columns are the mean of its measurements at the structure "
+            "and batch."
+            if floors
+            else ''
+        ),
+    )
     out.append(summary_table(rows, versions, ratios))
-    if floors and (spread := _floor_spread(data['cases'])): out.append(spread)
-    if note := _allocator_note(data['cases']): out.append(note)
-    if targets: out += ['## Targets', '\n'.join(target_line(rows, t) for t in targets)]
+    if floors and (spread := _floor_spread(data['cases'])):
+        out.append(spread)
+    if note := _allocator_note(data['cases']):
+        out.append(note)
+    if targets:
+        out += ['## Targets', '\n'.join(target_line(rows, t) for t in targets)]
     return '\n\n'.join(out) + '\n'
 
 # %% ../../nbs/47c_bench.report.ipynb #06b88463
 _STYLES = ('-', '--', ':', '-.')
 _MARKERS = ('o', 's', 'v', '^')
 
-def plot_cases(cases: Sequence[dict], # results of `measure`
-               versions: Sequence[str], # the versions to draw, floors included
-               title: str) -> 'matplotlib.figure.Figure':
+
+def plot_cases(
+    cases: Sequence[dict],  # results of `measure`
+    versions: Sequence[str],  # the versions to draw, floors included
+    title: str,
+) -> 'matplotlib.figure.Figure':
     "Per structure: time and peak memory against the window side, one line per version and batch; floors as dotted grey lines."
     plt = optional('matplotlib.pyplot', 'plot_cases')
     structures = list(dict.fromkeys(_label(c['structure_size']) for c in cases))
     batches = sorted({c['batch'] for c in cases})
     colours = {v: f'C{i}' for i, v in enumerate(v for v in versions if v not in FLOORS)}
-    fig, axes = plt.subplots(len(structures), 2, figsize=(13, 4.2 * len(structures)), squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(
+        len(structures), 2, figsize=(13, 4.2 * len(structures)), squeeze=False, constrained_layout=True
+    )
     for row, S in zip(axes, structures):
         mine = [c for c in cases if _label(c['structure_size']) == S and c['status'] == 'ok']
-        if not mine: continue
+        if not mine:
+            continue
         full = relative_size(mine[0]['structure_size'])[0]
-        for ax, field, label in ((row[0], 'time_s', 'time of forward + backward (s)'), (row[1], 'peak_mb', 'peak memory (MB)')):
+        for ax, field, label in (
+            (row[0], 'time_s', 'time of forward + backward (s)'),
+            (row[1], 'peak_mb', 'peak memory (MB)'),
+        ):
             for i, b in enumerate(batches):
                 for v, colour in colours.items():
                     pts = sorted((c['span_size'][0], c[field]) for c in mine if c['version'] == v and c['batch'] == b)
-                    if pts: ax.plot(*zip(*pts), _STYLES[i % 4], marker=_MARKERS[i % 4], color=colour, label=f'{v}, B={b}')
+                    if pts:
+                        ax.plot(*zip(*pts), _STYLES[i % 4], marker=_MARKERS[i % 4], color=colour, label=f'{v}, B={b}')
                 for v in [v for v in versions if v in FLOORS]:
                     y = _mean([c for c in mine if c['version'] == v and c['batch'] == b], field)
-                    if y is None: continue
+                    if y is None:
+                        continue
                     ax.axhline(y, color='grey', ls=':', lw=1)
-                    ax.annotate(f'{v} B={b}', (1, y), xycoords=('axes fraction', 'data'), ha='right', va='bottom', fontsize=7,
-                                color='grey')
-            ax.set(xscale='log', yscale='log', xlabel=f'window side (SpanSize; {full} = full span)', ylabel=label,
-                   title=f"{S}: {label.split(' (')[0]}")
+                    ax.annotate(
+                        f'{v} B={b}',
+                        (1, y),
+                        xycoords=('axes fraction', 'data'),
+                        ha='right',
+                        va='bottom',
+                        fontsize=7,
+                        color='grey',
+                    )
+            ax.set(
+                xscale='log',
+                yscale='log',
+                xlabel=f'window side (SpanSize; {full} = full span)',
+                ylabel=label,
+                title=f"{S}: {label.split(' (')[0]}",
+            )
             ax.set_xticks(sorted({c['span_size'][0] for c in mine if c['version'] not in FLOORS}) or [full])
-            ax.get_xaxis().set_major_formatter(plt.ScalarFormatter()); ax.minorticks_off()
+            ax.get_xaxis().set_major_formatter(plt.ScalarFormatter())
+            ax.minorticks_off()
         row[1].legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.01, 1))
     fig.suptitle(title)
     return fig
@@ -212,105 +329,166 @@ def train_name(result: dict) -> str:
     "A training case's column name: its treatment, with ' learned' when its sigmas were set."
     return result['treatment'] + (' learned' if result.get('sigmas') else '')
 
+
 def _merged(trials: dict[int, dict]) -> dict:
     "One result from a case's trials: medians of time and peak over those that ran; every trial under 'trials'."
     rs = list(trials.values())
-    if len(rs) == 1: return rs[0]
+    if len(rs) == 1:
+        return rs[0]
     ok = [r for r in rs if r['status'] == 'ok']
-    if not ok: return rs[-1] | dict(trials=trials)
+    if not ok:
+        return rs[-1] | dict(trials=trials)
     t = statistics.median(r['time_s'] for r in ok)
-    return ok[-1] | dict(time_s=t, peak_mb=statistics.median(r['peak_mb'] for r in ok), images_per_s=ok[-1]['batch'] / t,
-                         trials=trials)
+    return ok[-1] | dict(
+        time_s=t, peak_mb=statistics.median(r['peak_mb'] for r in ok), images_per_s=ok[-1]['batch'] / t, trials=trials
+    )
 
-def train_rows(cases: Sequence[dict] # results of `measure_train`
-              ) -> dict[tuple[str, int], dict[str, dict]]:
+
+def train_rows(
+    cases: Sequence[dict],  # results of `measure_train`
+) -> dict[tuple[str, int], dict[str, dict]]:
     "{(input 'HxW', threads): {name: result}} in the order the cases come; a name's trials merged (`_merged`), the last result of a trial wins."
     rows = {}
     for c in cases:
         if c.get('kind') == 'train':
-            rows.setdefault((f"{c['side']}x{c['side']}", c['threads']), {}).setdefault(train_name(c), {})[c.get('trial', 0)] = c
+            rows.setdefault((f"{c['side']}x{c['side']}", c['threads']), {}).setdefault(train_name(c), {})[
+                c.get('trial', 0)
+            ] = c
     return {k: {n: _merged(ts) for n, ts in ms.items()} for k, ms in rows.items()}
+
 
 def _windows(c: dict) -> str:
     "Each layer's SpanSize, consecutive equal ones once; 'full' for the whole relative grid."
     return ', '.join(w for w, _ in groupby(_window(s, c['structure_size']) for s in c.get('spans') or []))
+
 
 def _ratio_cell(c: dict, floor: dict | None, field: str) -> str:
     "The ratio to the floor, followed by the range over the trials when there were several."
     rs, r = _trial_ratios(c, floor, field), _over(c, floor, field)
     return num_cell(r, '.2f') + (f' ({min(rs):.2f}-{max(rs):.2f})' if len(rs) > 1 and c is not floor else '')
 
-def train_table(rows: dict # `train_rows`
-               ) -> str:
+
+def train_table(
+    rows: dict,  # `train_rows`
+) -> str:
     "A Markdown table of every training case: windows, time, images/s, peak memory and the ratios to its group's floor."
-    head = ['input', 'threads', 'model', 'windows', 's / step', 'images / s', 'time / floor', 'peak MB', 'memory / floor']
+    head = [
+        'input',
+        'threads',
+        'model',
+        'windows',
+        's / step',
+        'images / s',
+        'time / floor',
+        'peak MB',
+        'memory / floor',
+    ]
     lines = []
     for (size, threads), ms in rows.items():
         floor = ms.get(TRAIN_FLOOR)
-        lines += [[size, str(threads), name, _windows(c), _time_cell(c), num_cell(_ok(c, 'images_per_s'), '.1f'),
-                   _ratio_cell(c, floor, 'time_s'), num_cell(_ok(c, 'peak_mb'), '.0f'), _ratio_cell(c, floor, 'peak_mb')]
-                  for name, c in ms.items()]
+        lines += [
+            [
+                size,
+                str(threads),
+                name,
+                _windows(c),
+                _time_cell(c),
+                num_cell(_ok(c, 'images_per_s'), '.1f'),
+                _ratio_cell(c, floor, 'time_s'),
+                num_cell(_ok(c, 'peak_mb'), '.0f'),
+                _ratio_cell(c, floor, 'peak_mb'),
+            ]
+            for name, c in ms.items()
+        ]
     return markdown_table(head, lines)
 
-def train_ratio_table(rows: dict # `train_rows`
-                     ) -> str:
+
+def train_ratio_table(
+    rows: dict,  # `train_rows`
+) -> str:
     "Time over the floor's time, one column per model, one row per input size and thread count."
     names = list(dict.fromkeys(n for ms in rows.values() for n in ms if n != TRAIN_FLOOR))
     lines = []
     for (size, threads), ms in rows.items():
         floor = ms.get(TRAIN_FLOOR)
         ratios = [_over(ms[n], floor, 'time_s') if n in ms else None for n in names]
-        lines.append([size, str(threads), num_cell(_ok(floor, 'images_per_s'), '.1f')]
-                     + [num_cell(r, '.2f') + ('x' if r else '') for r in ratios])
+        lines.append(
+            [size, str(threads), num_cell(_ok(floor, 'images_per_s'), '.1f')]
+            + [num_cell(r, '.2f') + ('x' if r else '') for r in ratios]
+        )
     return markdown_table(['input', 'threads', 'floor images / s', *names], lines)
 
 # %% ../../nbs/47c_bench.report.ipynb #a921af2f
-def train_target_lines(rows: dict, # `train_rows`
-                       limits: dict[str, float], # the largest time / floor per input size ('16x16': 1.3)
-                       memory_limit: float # the largest peak memory / floor at every size
-                      ) -> str:
+def train_target_lines(
+    rows: dict,  # `train_rows`
+    limits: dict[str, float],  # the largest time / floor per input size ('16x16': 1.3)
+    memory_limit: float,  # the largest peak memory / floor at every size
+) -> str:
     "Per input size and thread count: the largest time and memory ratio to the floor, and whether it is within the limit."
     out = []
     for (size, threads), ms in rows.items():
-        if size not in limits: continue
+        if size not in limits:
+            continue
         for field, limit in (('time_s', limits[size]), ('peak_mb', memory_limit)):
-            found = {n: r for n, c in ms.items() if n != TRAIN_FLOOR
-                     for r in [_over(c, ms.get(TRAIN_FLOOR), field)] if r is not None}
+            found = {
+                n: r
+                for n, c in ms.items()
+                if n != TRAIN_FLOOR
+                for r in [_over(c, ms.get(TRAIN_FLOOR), field)]
+                if r is not None
+            }
             text = f"- {size}, {threads} thread{'s' if threads != 1 else ''}: {_FIELDS[field]} / floor"
             worst = max(found, key=found.get, default=None)
-            out.append(f"{text}: largest {_against(found[worst], limit, note=f'{worst}; {len(found)} measured, ')}" if found
-                       else f"{text}: not measured")
+            out.append(
+                f"{text}: largest {_against(found[worst], limit, note=f'{worst}; {len(found)} measured, ')}"
+                if found
+                else f"{text}: not measured"
+            )
     return '\n'.join(out)
 
-def train_summary_markdown(data: dict, # {'machine': ..., 'cases': [...]} as `run_cases` writes it
-                           title: str = '', # a '#' heading when given
-                           limits: dict[str, float] | None = None, # targets (`train_target_lines`); None: none
-                           memory_limit: float = 2.) -> str:
+
+def train_summary_markdown(
+    data: dict,  # {'machine': ..., 'cases': [...]} as `run_cases` writes it
+    title: str = '',  # a '#' heading when given
+    limits: dict[str, float] | None = None,  # targets (`train_target_lines`); None: none
+    memory_limit: float = 2.0,
+) -> str:
     "The training benchmark as one Markdown document: machine, ratio table, full table, targets."
     m, rows = data['machine'], train_rows(data['cases'])
     loads = [c['load_1min'] for c in data['cases'] if c.get('kind') == 'train']
-    out = _head(title, m, f"with torch {m['torch']} on {m['cpu_count']} CPUs ({m['cpu']}); load {m['load_1min']:.2f} at the start"
-                + (f", {min(loads):.2f} to {max(loads):.2f} before the cases" if loads else '')
-                + ". One training step: forward, cross-entropy, backward and one Adam step of the whole classifier; "
-                "seconds are the median of the timed steps, memory the peak growth in MB during the first step. "
-                f"Ratios are over the floor ('{TRAIN_FLOOR}': every attention is PyTorch's fused scaled_dot_product_attention, "
-                "no positions) at the same input size and thread count.")
+    out = _head(
+        title,
+        m,
+        f"with torch {m['torch']} on {m['cpu_count']} CPUs ({m['cpu']}); load {m['load_1min']:.2f} at the start"
+        + (f", {min(loads):.2f} to {max(loads):.2f} before the cases" if loads else '')
+        + ". One training step: forward, cross-entropy, backward and one Adam step of the whole classifier; "
+        "seconds are the median of the timed steps, memory the peak growth in MB during the first step. "
+        f"Ratios are over the floor ('{TRAIN_FLOOR}': every attention is PyTorch's fused scaled_dot_product_attention, "
+        "no positions) at the same input size and thread count.",
+    )
     out += ['## Time over the floor', train_ratio_table(rows), '## Every case', train_table(rows)]
-    if limits: out += ['## Targets', train_target_lines(rows, limits, memory_limit)]
+    if limits:
+        out += ['## Targets', train_target_lines(rows, limits, memory_limit)]
     return '\n\n'.join(out) + '\n'
 
 # %% ../../nbs/47c_bench.report.ipynb #f336593b
-def train_over_floor(rows: dict # `train_rows`
-                    ) -> dict[tuple[str, int], dict[str, dict[str, float | None]]]:
+def train_over_floor(
+    rows: dict,  # `train_rows`
+) -> dict[tuple[str, int], dict[str, dict[str, float | None]]]:
     "{(input, threads): {model: {'time_s': ratio, 'peak_mb': ratio}}} over the group's floor, as the tables show them."
-    return {k: {n: {f: _over(c, ms.get(TRAIN_FLOOR), f) for f in _FIELDS} for n, c in ms.items() if n != TRAIN_FLOOR}
-            for k, ms in rows.items()}
+    return {
+        k: {n: {f: _over(c, ms.get(TRAIN_FLOOR), f) for f in _FIELDS} for n, c in ms.items() if n != TRAIN_FLOOR}
+        for k, ms in rows.items()
+    }
 
 # %% ../../nbs/47c_bench.report.ipynb #3e0e77b4
 _TRAIN_COLOURS = (0, 2, 4, 6, 8, 10, 12, 16, 18, 1, 3, 5, 7, 9, 11, 13, 17, 19)  # of matplotlib's tab20: no greys
 
-def plot_train(cases: Sequence[dict], # results of `measure_train`
-               title: str) -> 'matplotlib.figure.Figure':
+
+def plot_train(
+    cases: Sequence[dict],  # results of `measure_train`
+    title: str,
+) -> 'matplotlib.figure.Figure':
     "Images per second per model and input size, one panel (row) per thread count; each bar labelled with its time / floor."
     plt = optional('matplotlib.pyplot', 'plot_train')
     rows = train_rows([c for c in cases if c.get('kind') == 'train'])
@@ -318,8 +496,13 @@ def plot_train(cases: Sequence[dict], # results of `measure_train`
     sizes = list(dict.fromkeys(s for s, _ in rows))
     names = [TRAIN_FLOOR] + list(dict.fromkeys(n for ms in rows.values() for n in ms if n != TRAIN_FLOOR))
     width = 0.8 / len(names)
-    fig, axes = plt.subplots(len(threads), 1, figsize=(max(8, 0.35 * len(sizes) * len(names) + 3), 4.5 * len(threads)),
-                             squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(
+        len(threads),
+        1,
+        figsize=(max(8, 0.35 * len(sizes) * len(names) + 3), 4.5 * len(threads)),
+        squeeze=False,
+        constrained_layout=True,
+    )
     for ax, t in zip(axes[:, 0], threads):
         groups = [rows.get((size, t), {}) for size in sizes]
         for i, n in enumerate(names):
@@ -329,38 +512,68 @@ def plot_train(cases: Sequence[dict], # results of `measure_train`
                 x, ips = j + (i - (len(names) - 1) / 2) * width, ms[n]['images_per_s']
                 ax.bar(x, ips, width, color=colour, label=None if k else n)
                 r = _over(ms[n], ms.get(TRAIN_FLOOR), 'time_s')
-                if n != TRAIN_FLOOR and r: ax.annotate(f'{r:.1f}x', (x, ips), ha='center', va='bottom', fontsize=7, rotation=90)
-        ax.set(yscale='log', xticks=range(len(sizes)), xticklabels=sizes, xlabel='input (pixels)',
-               ylabel='training images per second', title=f"{t} thread{'s' if t != 1 else ''}")
+                if n != TRAIN_FLOOR and r:
+                    ax.annotate(f'{r:.1f}x', (x, ips), ha='center', va='bottom', fontsize=7, rotation=90)
+        ax.set(
+            yscale='log',
+            xticks=range(len(sizes)),
+            xticklabels=sizes,
+            xlabel='input (pixels)',
+            ylabel='training images per second',
+            title=f"{t} thread{'s' if t != 1 else ''}",
+        )
     axes[0][0].legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.01, 1))
     fig.suptitle(title)
     return fig
 
 # %% ../../nbs/47c_bench.report.ipynb #856d2d5d
-def learned_window_cases(runs: Sequence[dict], # finished runs (`load_results`)
-                         treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold'),
-                         batch: int = 20, d: int = 64, heads: int = 8, repeats: int = 5, threads: int | None = 1
-                        ) -> list[dict]:
+def learned_window_cases(
+    runs: Sequence[dict],  # finished runs (`load_results`)
+    treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold'),
+    batch: int = 20,
+    d: int = 64,
+    heads: int = 8,
+    repeats: int = 5,
+    threads: int | None = 1,
+) -> list[dict]:
     "`measure` cases of `fast`: the full span and every SpanSize the runs of `treatments` learned, per structure."
     from posattn.experiment.report import learned_sizes  # the runs' side: the experiments extra
+
     cases = []
     for t in treatments:
         S, layers = learned_sizes(runs, t)
-        if not layers: continue
+        if not layers:
+            continue
         sizes = sorted({z for sizes in layers for z in sizes} - {tuple(relative_size(S))})
         for w in [None] + [list(z) for z in sizes]:
-            case = dict(version='fast', structure_size=S, span_size=w, batch=batch, d=d, heads=heads, repeats=repeats,
-                        threads=threads)
-            if case not in cases: cases.append(case)
+            case = dict(
+                version='fast',
+                structure_size=S,
+                span_size=w,
+                batch=batch,
+                d=d,
+                heads=heads,
+                repeats=repeats,
+                threads=threads,
+            )
+            if case not in cases:
+                cases.append(case)
     return cases
 
-def window_time_rows(runs: Sequence[dict], # finished runs (`load_results`)
-                     measured: Sequence[dict], # results of `learned_window_cases` (`run_cases`)
-                     treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold')) -> list[dict]:
+
+def window_time_rows(
+    runs: Sequence[dict],  # finished runs (`load_results`)
+    measured: Sequence[dict],  # results of `learned_window_cases` (`run_cases`)
+    treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold'),
+) -> list[dict]:
     "`learned_windows`' rows with fast's time at the layer's windows (mean over runs) and at the full span."
-    times = {(_label(c['structure_size']), _window(c['span_size'], c['structure_size'])): c['time_s']
-             for c in measured if c['status'] == 'ok'}
+    times = {
+        (_label(c['structure_size']), _window(c['span_size'], c['structure_size'])): c['time_s']
+        for c in measured
+        if c['status'] == 'ok'
+    }
     from posattn.experiment.report import learned_sizes, learned_windows  # the runs' side: the experiments extra
+
     learned = {t: learned_sizes(runs, t) for t in treatments}
     ms = lambda s: None if s is None else 1e3 * s
     rows = []
@@ -373,105 +586,176 @@ def window_time_rows(runs: Sequence[dict], # finished runs (`load_results`)
     return rows
 
 # %% ../../nbs/47c_bench.report.ipynb #7a82312a
-def versions_page(data: dict # versions.json, as `run_cases` writes it
-                 ) -> str:
+def versions_page(
+    data: dict,  # versions.json, as `run_cases` writes it
+) -> str:
     "versions.md: Versions 1, 2 and 3 against the floor, one layer, forward and backward."
-    return summary_markdown(data, ['v1', 'v2', 'v3', 'sdpa'], [('v2', 'v1'), ('v3', 'v1')],
-                            'Versions 1, 2 and 3 against sdpa: one layer, forward + backward')
+    return summary_markdown(
+        data,
+        ['v1', 'v2', 'v3', 'sdpa'],
+        [('v2', 'v1'), ('v3', 'v1')],
+        'Versions 1, 2 and 3 against sdpa: one layer, forward + backward',
+    )
+
 
 # fast's targets: faster than V1 and V3 at every window; at 9x9 on 32x32 at most 1/10 of V1's time, 1/2 of V3's and
 # 1/4 of V1's peak; at the full span at most 2/3 of V1's time and 1/2 of its peak
-FAST_TARGETS = tuple([dict(ratio=('fast', v), field='time_s', limit=1., strict=True, structure=S, batch=b)
-                      for S in ('32x32', '1024') for b in (4, 20) for v in ('v1', 'v3')]
-                     + [dict(ratio=('fast', v), field=f, limit=limit, structure='32x32', batch=b, window='9x9')
-                        for b in (4, 20) for v, f, limit in (('v1', 'time_s', 0.1), ('v3', 'time_s', 0.5), ('v1', 'peak_mb', 0.25))]
-                     + [dict(ratio=('fast', 'v1'), field=f, limit=limit, structure=S, batch=b, window='full')
-                        for S in ('32x32', '1024') for b in (4, 20) for f, limit in (('time_s', 2 / 3), ('peak_mb', 0.5))])
+FAST_TARGETS = tuple(
+    [
+        dict(ratio=('fast', v), field='time_s', limit=1.0, strict=True, structure=S, batch=b)
+        for S in ('32x32', '1024')
+        for b in (4, 20)
+        for v in ('v1', 'v3')
+    ]
+    + [
+        dict(ratio=('fast', v), field=f, limit=limit, structure='32x32', batch=b, window='9x9')
+        for b in (4, 20)
+        for v, f, limit in (('v1', 'time_s', 0.1), ('v3', 'time_s', 0.5), ('v1', 'peak_mb', 0.25))
+    ]
+    + [
+        dict(ratio=('fast', 'v1'), field=f, limit=limit, structure=S, batch=b, window='full')
+        for S in ('32x32', '1024')
+        for b in (4, 20)
+        for f, limit in (('time_s', 2 / 3), ('peak_mb', 0.5))
+    ]
+)
 
-def fast_page(data: dict # fast.json
-             ) -> str:
+
+def fast_page(
+    data: dict,  # fast.json
+) -> str:
     "fast.md: `fast` against V1, V3 and the floor, with `FAST_TARGETS`."
-    return summary_markdown(data, ['fast', 'v1', 'v3', 'sdpa'], [('fast', 'v1'), ('fast', 'v3'), ('fast', 'sdpa')],
-                            '`fast` against V1, V3 and sdpa: one layer, forward + backward', list(FAST_TARGETS))
+    return summary_markdown(
+        data,
+        ['fast', 'v1', 'v3', 'sdpa'],
+        [('fast', 'v1'), ('fast', 'v3'), ('fast', 'sdpa')],
+        '`fast` against V1, V3 and sdpa: one layer, forward + backward',
+        list(FAST_TARGETS),
+    )
 
-def encodings_page(data: dict # encodings.json
-                  ) -> str:
+
+def encodings_page(
+    data: dict,  # encodings.json
+) -> str:
     "encodings.md: one layer through `fast` for each relative encoding."
     return '# Other encodings: one layer through `fast`, forward + backward\n\n' + encodings_table(data['cases']) + '\n'
 
-TRAIN_TARGETS = {'8x8': 1.3, '16x16': 1.3, '32x32': 3.}  # a training step's time / the floor's, at most, per input size
-TRAIN_MEMORY_TARGET = 2.  # a training step's peak memory / the floor's, at most, at every input size
 
-def train_page(data: dict # train.json
-              ) -> str:
+TRAIN_TARGETS = {
+    '8x8': 1.3,
+    '16x16': 1.3,
+    '32x32': 3.0,
+}  # a training step's time / the floor's, at most, per input size
+TRAIN_MEMORY_TARGET = 2.0  # a training step's peak memory / the floor's, at most, at every input size
+
+
+def train_page(
+    data: dict,  # train.json
+) -> str:
     "train.md: a training step of every model against the floor, with its time and memory targets over the floor's."
-    return train_summary_markdown(data, 'A training step of the whole classifier against the floor', TRAIN_TARGETS,
-                                  TRAIN_MEMORY_TARGET)
+    return train_summary_markdown(
+        data, 'A training step of the whole classifier against the floor', TRAIN_TARGETS, TRAIN_MEMORY_TARGET
+    )
 
-PLAN_TARGET = 1.  # `fast`'s time under a window / the same call's over the full span, at most
 
-def plans_page(data: dict # plans.json: `'pair'` cases (`measure_pair`), a window against the full span of the same layer
-              ) -> str:
+PLAN_TARGET = 1.0  # `fast`'s time under a window / the same call's over the full span, at most
+
+
+def plans_page(
+    data: dict,  # plans.json: `'pair'` cases (`measure_pair`), a window against the full span of the same layer
+) -> str:
     "plans.md: `fast` under each window against the same layer over the full span, timed pair by pair, with `PLAN_TARGET`."
     lines, slower, ratios = [], [], []
     for c in data['cases']:
         S, w = _label(c['structure_size']), _label(c['span_size'])
         if c['status'] != 'ok':
-            lines.append([S, str(c['batch']), w, c['status'].split(':')[0], '', '', '']); continue
+            lines.append([S, str(c['batch']), w, c['status'].split(':')[0], '', '', ''])
+            continue
         r, low, high = c['ratio'], c['ratio_low'], c['ratio_high']
-        lines.append([S, str(c['batch']), w, f"{c['window_s']:.3f}", f"{c['full_s']:.3f}", f"{r:.2f} ({low:.2f}-{high:.2f})",
-                      str(len(c['ratios']))])
+        lines.append(
+            [
+                S,
+                str(c['batch']),
+                w,
+                f"{c['window_s']:.3f}",
+                f"{c['full_s']:.3f}",
+                f"{r:.2f} ({low:.2f}-{high:.2f})",
+                str(len(c['ratios'])),
+            ]
+        )
         ratios.append((r, f'{S}, batch {c["batch"]}, window {w}'))
-        if low > PLAN_TARGET: slower.append(f'{S} under {w} (batch {c["batch"]}): {r:.2f} ({low:.2f}-{high:.2f})')
+        if low > PLAN_TARGET:
+            slower.append(f'{S} under {w} (batch {c["batch"]}): {r:.2f} ({low:.2f}-{high:.2f})')
     threads = sorted({c['threads'] for c in data['cases'] if 'threads' in c})
-    out = _head('A window against the full span: `fast`, one layer, forward + backward', data['machine'],
-                f"with torch {data['machine']['torch']}, {'/'.join(map(str, threads))} thread(s); each case in a fresh process "
-                "that builds the layer twice with the same weights, once with the window and once over the full span, and times "
-                "them in turn (`measure_pair`). Times in seconds (medians); the time ratio is the median of the per-pair ratios "
-                "with its 95% interval (the sign test's).")
-    out.append(markdown_table(['structure', 'batch', 'window', 'window s', 'full span s', 'time ratio (95%)', 'pairs'], lines))
+    out = _head(
+        'A window against the full span: `fast`, one layer, forward + backward',
+        data['machine'],
+        f"with torch {data['machine']['torch']}, {'/'.join(map(str, threads))} thread(s); each case in a fresh process "
+        "that builds the layer twice with the same weights, once with the window and once over the full span, and times "
+        "them in turn (`measure_pair`). Times in seconds (medians); the time ratio is the median of the per-pair ratios "
+        "with its 95% interval (the sign test's).",
+    )
+    out.append(
+        markdown_table(['structure', 'batch', 'window', 'window s', 'full span s', 'time ratio (95%)', 'pairs'], lines)
+    )
     if ratios:
         r, where = max(ratios)
-        out += ['## Target', f"- the largest median time ratio ({where}): {r:.2f}\n"
-                f"- windows slower than the full span (the whole interval above {PLAN_TARGET:.2f}): "
-                + ('; '.join(slower) if slower else 'none') + f": {'NOT met' if slower else 'met'}"]
+        out += [
+            '## Target',
+            f"- the largest median time ratio ({where}): {r:.2f}\n"
+            f"- windows slower than the full span (the whole interval above {PLAN_TARGET:.2f}): "
+            + ('; '.join(slower) if slower else 'none')
+            + f": {'NOT met' if slower else 'met'}",
+        ]
     return '\n\n'.join(out) + '\n'
 
-PAGES: dict[str, Callable[[dict], str]] = dict(versions=versions_page, fast=fast_page, encodings=encodings_page,
-                                               train=train_page, plans=plans_page)  # page name (without .md) -> its writer
+
+PAGES: dict[str, Callable[[dict], str]] = dict(
+    versions=versions_page, fast=fast_page, encodings=encodings_page, train=train_page, plans=plans_page
+)  # page name (without .md) -> its writer
 
 # %% ../../nbs/47c_bench.report.ipynb #90422dbd
 # Markdown files in results/bench/ that no single JSON makes: the README, the journal, and a page of an older check
 # in a layout no writer knows any more, kept as it was written
 NOT_PAGES = ('README.md', 'HISTORY.md', 'gpu-2026-11-26.md')
 
+
 def _writer(stem: str, writers: dict) -> Callable[[dict], str] | None:
     "The writer of page `stem`: its own, else its kind's, the part before the first '-' ('gpu-correctness' -> 'gpu')."
     return writers.get(stem) or writers.get(stem.split('-')[0])
 
-def write_pages(folder: str | Path, # where the JSON files are (results/bench)
-                writers: dict = PAGES, # page name -> writer (`PAGES`)
-                out: str | Path | None = None # where the pages go; None: `folder`
-               ) -> list[str]:
+
+def write_pages(
+    folder: str | Path,  # where the JSON files are (results/bench)
+    writers: dict = PAGES,  # page name -> writer (`PAGES`)
+    out: str | Path | None = None,  # where the pages go; None: `folder`
+) -> list[str]:
     "Write `name.md` from each `name.json` of `folder` that has a writer, but the `NOT_PAGES`; the names of the pages written."
     written = []
     for j in sorted(Path(folder).glob('*.json')):
-        if f'{j.stem}.md' in NOT_PAGES or (write := _writer(j.stem, writers)) is None: continue
+        if f'{j.stem}.md' in NOT_PAGES or (write := _writer(j.stem, writers)) is None:
+            continue
         atomic_write_text(write(json.loads(j.read_text())), Path(out or folder) / f'{j.stem}.md')
         written.append(f'{j.stem}.md')
     return written
 
-def stale_pages(folder: str | Path, # the committed pages and their JSON (results/bench)
-                writers: dict = PAGES # page name -> writer
-               ) -> list[str]:
+
+def stale_pages(
+    folder: str | Path,  # the committed pages and their JSON (results/bench)
+    writers: dict = PAGES,  # page name -> writer
+) -> list[str]:
     "Each page of `folder` that is not what its JSON makes, with why; [] when every page is current."
     folder, out = Path(folder), []
     with tempfile.TemporaryDirectory(prefix='posattn-pages-') as tmp:
         made = write_pages(folder, writers, tmp)
         for name in made:
-            if not (folder / name).exists(): out.append(f'{name}: {Path(name).stem}.json makes it, but it is missing')
+            if not (folder / name).exists():
+                out.append(f'{name}: {Path(name).stem}.json makes it, but it is missing')
             elif not filecmp.cmp(Path(tmp) / name, folder / name, shallow=False):
                 out.append(f'{name}: differs from what {Path(name).stem}.json makes')
-    out += [f'{p.name}: no JSON with a writer makes it' for p in sorted(folder.glob('*.md'))
-            if p.name not in made and p.name not in NOT_PAGES]
+    out += [
+        f'{p.name}: no JSON with a writer makes it'
+        for p in sorted(folder.glob('*.md'))
+        if p.name not in made and p.name not in NOT_PAGES
+    ]
     return out

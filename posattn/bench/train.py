@@ -27,62 +27,88 @@ from .layer import CASE_KINDS, failure_status, in_child, limit_memory, optional,
 # %% ../../nbs/47a_bench.train.ipynb #6b28655b
 class SdpaAttention(MultiHeadSelfAttention):
     "The floor's attention: Algorithm 1's projections around PyTorch's fused attention, no positions, no bias, no span."
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, # [B, H, N, d_H]
-               *args) -> Tensor: # [B, H, N, d_H]
+
+    def attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,  # [B, H, N, d_H]
+        *args,
+    ) -> Tensor:  # [B, H, N, d_H]
         "softmax(q.k / sqrt(d_H)) v by `F.scaled_dot_product_attention`."
         return F.scaled_dot_product_attention(q, k, v)
+
 
 TRAIN_FLOOR = 'sdpa'  # every attention is SdpaAttention
 TRAIN_PLAIN = 'none'  # the paper's block without encoding and span
 TRAIN_MODELS = (TRAIN_FLOOR, TRAIN_PLAIN, *TREATMENTS)  # what a training case can measure
 
-def train_structure(treatment: str, # a key of TRAIN_MODELS
-                    side: int # pixels per image side
-                   ) -> tuple[int, ...]: # S: (side, side) in 2-D, (side * side,) in 1-D
+
+def train_structure(
+    treatment: str,  # a key of TRAIN_MODELS
+    side: int,  # pixels per image side
+) -> tuple[int, ...]:  # S: (side, side) in 2-D, (side * side,) in 1-D
     "The structure size `treatment` sees on `side x side` images."
     check_choice('treatment', treatment, TRAIN_MODELS)
     dims = TREATMENTS[treatment]['dims'] if treatment in TREATMENTS else 2
     return (side, side) if dims == 2 else (side * side,)
 
 # %% ../../nbs/47a_bench.train.ipynb #bd18530a
-def set_sigmas(model: Classifier, sigmas: Sequence[Sequence[float]]): # one sigma per layer, one entry per dimension
+def set_sigmas(model: Classifier, sigmas: Sequence[Sequence[float]]):  # one sigma per layer, one entry per dimension
     "Set each layer's span sigma to `sigmas[layer]`."
     atts = [b.attention for b in model.blocks]
-    if any(getattr(a, 'span', None) is None for a in atts): raise ValueError("sigmas need a model with a span in every layer")
+    if any(getattr(a, 'span', None) is None for a in atts):
+        raise ValueError("sigmas need a model with a span in every layer")
     if len(sigmas) != len(atts) or any(len(s) != a.span.sigma.numel() for s, a in zip(sigmas, atts)):
-        raise ValueError(f"sigmas={[list(s) for s in sigmas]} needs {len(atts)} layers of "
-                         f"{atts[0].span.sigma.numel()} value(s) each")
+        raise ValueError(
+            f"sigmas={[list(s) for s in sigmas]} needs {len(atts)} layers of {atts[0].span.sigma.numel()} value(s) each"
+        )
     with torch.no_grad():
-        for s, a in zip(sigmas, atts): a.span.sigma.copy_(torch.tensor(s, dtype=a.span.sigma.dtype))
+        for s, a in zip(sigmas, atts):
+            a.span.sigma.copy_(torch.tensor(s, dtype=a.span.sigma.dtype))
 
-def train_model(treatment: str, # a key of TRAIN_MODELS
-                side: int, # pixels per image side
-                sigmas: Sequence[Sequence[float]] | None = None, # per layer; None keeps the initial sigma
-                version: str | None = None, # the blocks' implementation; None: the block's default
-                blocks: int = 6, d: int = 64, heads: int = 8,
-                channels: int = 3, classes: int = 10) -> Classifier:
+
+def train_model(
+    treatment: str,  # a key of TRAIN_MODELS
+    side: int,  # pixels per image side
+    sigmas: Sequence[Sequence[float]] | None = None,  # per layer; None keeps the initial sigma
+    version: str | None = None,  # the blocks' implementation; None: the block's default
+    blocks: int = 6,
+    d: int = 64,
+    heads: int = 8,
+    channels: int = 3,
+    classes: int = 10,
+) -> Classifier:
     "The classifier a training case measures: the floor, the plain block ('none'), or a treatment's."
     S, opts = train_structure(treatment, side), dict(d=d, heads=heads, blocks=blocks)
     block = treatment == TRAIN_PLAIN or treatment != TRAIN_FLOOR and treatment_attention(treatment) == 'positional'
-    if version is not None and block: opts['version'] = version  # the floor and SPE/GAM have no versions
+    if version is not None and block:
+        opts['version'] = version  # the floor and SPE/GAM have no versions
     if treatment in (TRAIN_FLOOR, TRAIN_PLAIN):
         model = Classifier(channels, classes, S, pe='none', span='off', **opts)
         if treatment == TRAIN_FLOOR:
-            for b in model.blocks: b.attention = SdpaAttention(d, heads)
-    else: model = make_classifier(treatment, channels, classes, S, **opts)
-    if sigmas is not None: set_sigmas(model, sigmas)
+            for b in model.blocks:
+                b.attention = SdpaAttention(d, heads)
+    else:
+        model = make_classifier(treatment, channels, classes, S, **opts)
+    if sigmas is not None:
+        set_sigmas(model, sigmas)
     return model
 
-def learned_sigmas(treatment: str, # a treatment with a span
-                   results_dir='results/cpu' # holds <treatment>/seed-*.json
-                  ) -> list[list[float]]: # per layer, the median over seeds of each dimension's sigma
+
+def learned_sigmas(
+    treatment: str,  # a treatment with a span
+    results_dir='results/cpu',  # holds <treatment>/seed-*.json
+) -> list[list[float]]:  # per layer, the median over seeds of each dimension's sigma
     "The sigmas the runs of `treatment` under `results_dir` learned: per layer and dimension, the median over seeds."
     files = sorted(Path(results_dir, treatment).glob('seed-*.json'))
     spans = [json.loads(f.read_text())['spans'] for f in files]
     if not spans or any(s['sigma'] is None for run in spans for s in run):
         raise ValueError(f"treatment={treatment!r}: no learned sigmas in {Path(results_dir, treatment)}/seed-*.json")
-    return [[statistics.median(run[l]['sigma'][k] for run in spans) for k in range(len(spans[0][l]['sigma']))]
-            for l in range(len(spans[0]))]
+    return [
+        [statistics.median(run[l]['sigma'][k] for run in spans) for k in range(len(spans[0][l]['sigma']))]
+        for l in range(len(spans[0]))
+    ]
 
 # %% ../../nbs/47a_bench.train.ipynb #599434a5
 def train_step(model: Classifier, opt: torch.optim.Optimizer, x: Tensor, y: Tensor):
@@ -91,22 +117,46 @@ def train_step(model: Classifier, opt: torch.optim.Optimizer, x: Tensor, y: Tens
     F.cross_entropy(model(x), y).backward()
     opt.step()
 
+
 def train_setup(case: dict, dev: torch.device):
     "The model, its Adam, and a batch of random images and labels of `case`."
     torch.manual_seed(case['seed'])
-    model = train_model(case['treatment'], case['side'], case['sigmas'], version=case['version'],
-                        blocks=case['blocks'], d=case['d'], heads=case['heads']).to(dev).train()
+    model = (
+        train_model(
+            case['treatment'],
+            case['side'],
+            case['sigmas'],
+            version=case['version'],
+            blocks=case['blocks'],
+            d=case['d'],
+            heads=case['heads'],
+        )
+        .to(dev)
+        .train()
+    )
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999))
     x = torch.randn(case['batch'], *model.structure_size, 3, device=dev)
     return model, opt, x, torch.randint(0, 10, (case['batch'],), device=dev)
 
+
 def run_train(case: dict) -> dict:
     "Measure one training case in this process (the subprocess' body): peak memory, then the timed steps."
     dev = resolve_device(case['device'])
-    if case.get('threads'): torch.set_num_threads(case['threads'])
-    if dev.type == 'cpu': limit_memory(case['mem_limit_gb'])
-    out = dict(status='ok', time_s=None, times=[], peak_mb=None, images_per_s=None, spans=None,
-               threads=torch.get_num_threads(), device=str(dev), kept_memory=keep_freed_memory())  # as a run does
+    if case.get('threads'):
+        torch.set_num_threads(case['threads'])
+    if dev.type == 'cpu':
+        limit_memory(case['mem_limit_gb'])
+    out = dict(
+        status='ok',
+        time_s=None,
+        times=[],
+        peak_mb=None,
+        images_per_s=None,
+        spans=None,
+        threads=torch.get_num_threads(),
+        device=str(dev),
+        kept_memory=keep_freed_memory(),
+    )  # as a run does
     try:
         model, opt, x, y = train_setup(case, dev)
         out['spans'] = [s['span_size'] for s in model.spans()]
@@ -122,53 +172,101 @@ def run_train(case: dict) -> dict:
     return out
 
 # %% ../../nbs/47a_bench.train.ipynb #408551f7
-TRAIN_IDENTITY = ('treatment', 'side', 'threads', 'batch', 'sigmas', 'version', 'blocks', 'd', 'heads', 'repeats', 'seed', 'trial')
+TRAIN_IDENTITY = (
+    'treatment',
+    'side',
+    'threads',
+    'batch',
+    'sigmas',
+    'version',
+    'blocks',
+    'd',
+    'heads',
+    'repeats',
+    'seed',
+    'trial',
+)
 
-def measure_train(treatment: str, # a key of TRAIN_MODELS: 'sdpa' (the floor), 'none', or a treatment
-                  side: int, # images are side x side pixels (side^2 tokens for a 1-D treatment)
-                  threads: int | None = 1, # torch threads in the subprocess; None keeps torch's default
-                  batch: int = 20,
-                  sigmas: list[list[float]] | None = None, # each layer's span sigma; None: the initial one
-                  version: str | None = None, # the blocks' implementation; None: the block's default
-                  blocks: int = 6, d: int = 64, heads: int = 8,
-                  repeats: int = 3, # timed steps after the warm-up
-                  min_time_s: float = 0., # keep timing steps until they add up to this (50 at most)
-                  seed: int = 0, device: str = 'cpu', # 'auto' picks CUDA when available
-                  trial: int = 0, # which measurement of this case: a benchmark times a group of cases in rounds (`train_rows`)
-                  mem_limit_gb: float = 16, # the subprocess may not grow by more than this
-                  timeout_s: float = 3600) -> dict:
+
+def measure_train(
+    treatment: str,  # a key of TRAIN_MODELS: 'sdpa' (the floor), 'none', or a treatment
+    side: int,  # images are side x side pixels (side^2 tokens for a 1-D treatment)
+    threads: int | None = 1,  # torch threads in the subprocess; None keeps torch's default
+    batch: int = 20,
+    sigmas: list[list[float]] | None = None,  # each layer's span sigma; None: the initial one
+    version: str | None = None,  # the blocks' implementation; None: the block's default
+    blocks: int = 6,
+    d: int = 64,
+    heads: int = 8,
+    repeats: int = 3,  # timed steps after the warm-up
+    min_time_s: float = 0.0,  # keep timing steps until they add up to this (50 at most)
+    seed: int = 0,
+    device: str = 'cpu',  # 'auto' picks CUDA when available
+    trial: int = 0,  # which measurement of this case: a benchmark times a group of cases in rounds (`train_rows`)
+    mem_limit_gb: float = 16,  # the subprocess may not grow by more than this
+    timeout_s: float = 3600,
+) -> dict:
     "Time and peak memory of one training step (forward, backward, Adam) of a whole classifier, in a fresh subprocess."
     check_choice('treatment', treatment, TRAIN_MODELS)
     counts = dict(side=side, batch=batch, blocks=blocks, d=d, heads=heads, repeats=repeats)
     side, batch, blocks, d, heads, repeats = (check_int(name, value) for name, value in counts.items())
     trial, threads = check_int('trial', trial, 0), check_int('threads', threads, none=True)
     check_choice('version', version, (None, *VERSION_CHOICES))
-    if d % heads: raise ValueError(f"d={d} must be divisible by heads={heads}")
+    if d % heads:
+        raise ValueError(f"d={d} must be divisible by heads={heads}")
     sigmas = None if sigmas is None else [[float(s) for s in layer] for layer in sigmas]
-    if sigmas is not None: train_model(treatment, side, sigmas, version=version, blocks=blocks, d=d, heads=heads)  # raises on wrong sigmas
+    if sigmas is not None:
+        train_model(treatment, side, sigmas, version=version, blocks=blocks, d=d, heads=heads)  # raises on wrong sigmas
     dev = str(resolve_device(device))
-    case = dict(kind='train', treatment=treatment, side=side, threads=threads, batch=batch, sigmas=sigmas,
-                version=version, blocks=blocks, d=d, heads=heads, repeats=repeats, min_time_s=min_time_s, seed=seed, trial=trial)
+    case = dict(
+        kind='train',
+        treatment=treatment,
+        side=side,
+        threads=threads,
+        batch=batch,
+        sigmas=sigmas,
+        version=version,
+        blocks=blocks,
+        d=d,
+        heads=heads,
+        repeats=repeats,
+        min_time_s=min_time_s,
+        seed=seed,
+        trial=trial,
+    )
     info = case | dict(structure_size=list(train_structure(treatment, side)), load_1min=os.getloadavg()[0])
     blank = dict(time_s=None, times=[], peak_mb=None, images_per_s=None, spans=None, threads=threads, device=dev)
-    return info | blank | in_child(case | dict(device=dev, mem_limit_gb=mem_limit_gb), timeout_s,
-                                   'posattn.bench.train:run_train')
+    return (
+        info
+        | blank
+        | in_child(case | dict(device=dev, mem_limit_gb=mem_limit_gb), timeout_s, 'posattn.bench.train:run_train')
+    )
+
 
 def train_same_case(result: dict, case: dict) -> bool:
     "Whether the training `result` measured `case` (keyword arguments of `measure_train`): the same `TRAIN_IDENTITY`, defaults filled in."
     defaults = {k: p.default for k, p in inspect.signature(measure_train).parameters.items()}
     return all(result.get(k) == case.get(k, defaults[k]) for k in TRAIN_IDENTITY)
 
+
 CASE_KINDS['train'] = (measure_train, train_same_case)  # run_cases measures and resumes training cases
 
 # %% ../../nbs/47a_bench.train.ipynb #94848990
-def train_step_times(models: Sequence[dict], # each: treatment and side, optionally batch (20), sigmas, version
-                     rounds: int = 9, # steps of each model after a warm-up step, taken in turn
-                     threads: int = 1, blocks: int = 6, d: int = 64, heads: int = 8, seed: int = 0) -> list[dict]:
+def train_step_times(
+    models: Sequence[dict],  # each: treatment and side, optionally batch (20), sigmas, version
+    rounds: int = 9,  # steps of each model after a warm-up step, taken in turn
+    threads: int = 1,
+    blocks: int = 6,
+    d: int = 64,
+    heads: int = 8,
+    seed: int = 0,
+) -> list[dict]:
     "Median time of one training step of each model, all built in this process and stepped in turn: ratios from one run on a noisy machine."
     rounds, threads = check_int('rounds', rounds), check_int('threads', threads)
-    cases = [dict(batch=20, sigmas=None, version=None) | dict(m) | dict(blocks=blocks, d=d, heads=heads, seed=seed)
-             for m in models]
+    cases = [
+        dict(batch=20, sigmas=None, version=None) | dict(m) | dict(blocks=blocks, d=d, heads=heads, seed=seed)
+        for m in models
+    ]
     for c in cases:
         check_choice('treatment', c['treatment'], TRAIN_MODELS)
         c['batch'] = check_int('batch', c['batch'])
@@ -178,10 +276,16 @@ def train_step_times(models: Sequence[dict], # each: treatment and side, optiona
     try:
         built = [train_setup(c, torch.device('cpu')) for c in cases]
         steps = [lambda b=b: train_step(*b) for b in built]
-        for step in steps: step()  # warm-up
+        for step in steps:
+            step()  # warm-up
         times = [[] for _ in steps]
         tqdm = optional('tqdm.auto', 'train_step_times (its progress bar)').tqdm
         for _ in tqdm(range(rounds), desc='rounds'):
-            for t, step in zip(times, steps): t.append(timed(step, torch.device('cpu')))
-    finally: torch.set_num_threads(old)
-    return [c | dict(status='ok', threads=threads, rounds=rounds, times=t, time_s=statistics.median(t)) for c, t in zip(cases, times)]
+            for t, step in zip(times, steps):
+                t.append(timed(step, torch.device('cpu')))
+    finally:
+        torch.set_num_threads(old)
+    return [
+        c | dict(status='ok', threads=threads, rounds=rounds, times=t, time_s=statistics.median(t))
+        for c, t in zip(cases, times)
+    ]

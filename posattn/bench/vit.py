@@ -30,42 +30,69 @@ VIT_SHAPES = {  # name -> timm's model and the side of its images
 }
 VIT_FAMILIES = {  # family -> shape -> timm's model of that family and shape, and create_model's other arguments
     'plain': {s: (name, {}) for s, (name, _) in VIT_SHAPES.items()},
-    'rope_mixed': {'S/16@224': ('vit_small_patch16_rope_mixed_224', {}), 'B/16@224': ('vit_base_patch16_rope_mixed_224', {}),
-                   'S/16@384': ('vit_small_patch16_rope_mixed_224', dict(img_size=384))},  # timm has no 384 one
+    'rope_mixed': {
+        'S/16@224': ('vit_small_patch16_rope_mixed_224', {}),
+        'B/16@224': ('vit_base_patch16_rope_mixed_224', {}),
+        'S/16@384': ('vit_small_patch16_rope_mixed_224', dict(img_size=384)),
+    },  # timm has no 384 one
 }
+
 
 class VitEncoding(NamedTuple):
     "A model of the benchmark: the timm model it starts from, how it is converted, and the model its ratios are over."
-    convert: dict | None = None # convert_vit's arguments; None: the model as timm builds it
-    family: str = 'plain' # a key of VIT_FAMILIES
-    reference: str | None = 'timm' # the key of VIT_ENCODINGS its ratios are taken over; None: itself a reference
+
+    convert: dict | None = None  # convert_vit's arguments; None: the model as timm builds it
+    family: str = 'plain'  # a key of VIT_FAMILIES
+    reference: str | None = 'timm'  # the key of VIT_ENCODINGS its ratios are taken over; None: itself a reference
+
 
 VIT_ENCODINGS = {  # name -> its model; the references are timm's own, every other one converts its reference's model
-    'timm': VitEncoding(reference=None), 'none': VitEncoding(dict(pe='none')), 'rope': VitEncoding(dict(pe='rope')),
-    'rel_bias': VitEncoding(dict(pe='rel_bias')), 'siren': VitEncoding(dict(pe='siren')),
+    'timm': VitEncoding(reference=None),
+    'none': VitEncoding(dict(pe='none')),
+    'rope': VitEncoding(dict(pe='rope')),
+    'rel_bias': VitEncoding(dict(pe='rel_bias')),
+    'siren': VitEncoding(dict(pe='siren')),
     'siren_span': VitEncoding(dict(pe='siren', span='gaussian', threshold=0.1)),
     'timm_rope_mixed': VitEncoding(family='rope_mixed', reference=None),
-    'rope_mixed': VitEncoding(dict(pe='rope_mixed'), 'rope_mixed', 'timm_rope_mixed'),  # timm's learned frequencies carried
-    'liere': VitEncoding(dict(pe='liere')), 'comrope': VitEncoding(dict(pe='comrope')),
+    'rope_mixed': VitEncoding(
+        dict(pe='rope_mixed'), 'rope_mixed', 'timm_rope_mixed'
+    ),  # timm's learned frequencies carried
+    'liere': VitEncoding(dict(pe='liere')),
+    'comrope': VitEncoding(dict(pe='comrope')),
 }
-VIT_TARGETS = dict(none=1.05, rope=1.15, rel_bias=1.3, siren=1.3, siren_span=1.5,  # a training step's time / its reference's, at most
-                   rope_mixed=1.05, liere=1.15, comrope=1.15)
+VIT_TARGETS = dict(
+    none=1.05,
+    rope=1.15,
+    rel_bias=1.3,
+    siren=1.3,
+    siren_span=1.5,  # a training step's time / its reference's, at most
+    rope_mixed=1.05,
+    liere=1.15,
+    comrope=1.15,
+)
 VIT_MEMORY_TARGET = 1.5  # peak memory of a training step / its reference's
 VIT_SLACK = 0.1  # ViT-B/16 and 384 pixels: each target plus this
 VIT_PARTS = ('step', 'layer', 'compile', 'memory', 'profile')  # what a case measures (`measure_vit`)
 
-def vit_model(shape: str, # a key of VIT_SHAPES
-              encoding: str, # a key of VIT_ENCODINGS
-              classes: int = 10, seed: int = 0) -> nn.Module:
+
+def vit_model(
+    shape: str,  # a key of VIT_SHAPES
+    encoding: str,  # a key of VIT_ENCODINGS
+    classes: int = 10,
+    seed: int = 0,
+) -> nn.Module:
     "timm's model of `shape` and the encoding's family (random weights, RandomState `seed`), its attention converted by `encoding` (same weights)."
-    check_choice('shape', shape, VIT_SHAPES); check_choice('encoding', encoding, VIT_ENCODINGS)
+    check_choice('shape', shape, VIT_SHAPES)
+    check_choice('encoding', encoding, VIT_ENCODINGS)
     import timm
     from posattn.integrations.timm import convert_vit
+
     e = VIT_ENCODINGS[encoding]
     name, options = VIT_FAMILIES[e.family][shape]
     torch.manual_seed(seed)
     model = timm.create_model(name, pretrained=False, num_classes=classes, **options)
     return model if e.convert is None else convert_vit(model, **e.convert)
+
 
 def _reference(name: str) -> str:
     "The model `name`'s ratios are taken over: its VitEncoding's reference; a reference's own is timm's plain model."
@@ -80,26 +107,41 @@ def _vit_dims(shape: str) -> dict:
     g = side // patch
     return dict(grid=(g, g), tokens=g * g + 1, d=width, heads=width // 64, depth=12, mlp=4 * width, patch=patch)
 
+
 def vit_macs(shape: str, encoding: str) -> dict:
     "Multiply-adds per image of one block's parts, the least its positional term needs, and what `fast`'s plan computes."
-    check_choice('shape', shape, VIT_SHAPES); check_choice('encoding', encoding, VIT_ENCODINGS)
+    check_choice('shape', shape, VIT_SHAPES)
+    check_choice('encoding', encoding, VIT_ENCODINGS)
     m = _vit_dims(shape)
     N, d, H, S = m['tokens'], m['d'], m['heads'], m['grid']
     n = math.prod(S)
     parts = dict(projections=4 * N * d * d, content=2 * N * N * d, mlp=2 * N * d * m['mlp'])
-    needs = n * n * d if encoding.startswith('siren') else 0  # one d_H product per (query, key) pair of the grid, every head
+    needs = (
+        n * n * d if encoding.startswith('siren') else 0
+    )  # one d_H product per (query, key) pair of the grid, every head
     b = inspect.signature(LieRotaryEncoding).parameters['block'].default  # LieRE's and ComRoPE's features per block
     per_feature = dict(rope=2, rope_mixed=2, liere=b, comrope=b).get(encoding, 0)
-    turn = 2 * n * d * per_feature  # queries and keys of the grid turned: a pair (RoPE) or a block of b features (LieRE) each
+    turn = (
+        2 * n * d * per_feature
+    )  # queries and keys of the grid turned: a pair (RoPE) or a block of b features (LieRE) each
     exps = n * H * (d // H) // b if encoding == 'liere' else 0  # b x b exponentials per layer, shared by the batch
     plan = fast_plan(S, relative_size(S), d // H)
     grid = math.prod(s + t - 1 for s, t in zip(S, plan.tile)) if plan.mode == 'dense' else math.prod(plan.halo)
     planned = math.prod(t * m_ for t, m_ in zip(plan.tile, plan.tiles)) * grid * d if needs else 0
     block = sum(parts.values())
     attention = parts['projections'] + parts['content']
-    return parts | dict(positional=needs, planned=planned, tile=list(plan.tile), block=block, turn=turn, exponentials=exps,
-                        layer_bound=(attention + needs) / attention, model_bound=(block + needs) / block,
-                        layer_planned=(attention + planned) / attention, model_planned=(block + planned) / block)
+    return parts | dict(
+        positional=needs,
+        planned=planned,
+        tile=list(plan.tile),
+        block=block,
+        turn=turn,
+        exponentials=exps,
+        layer_bound=(attention + needs) / attention,
+        model_bound=(block + needs) / block,
+        layer_planned=(attention + planned) / attention,
+        model_planned=(block + planned) / block,
+    )
 
 # %% ../../nbs/47d_bench.vit.ipynb #5a330f98
 def _images(shape: str, batch: int, dev: torch.device) -> tuple[Tensor, Tensor]:
@@ -107,29 +149,39 @@ def _images(shape: str, batch: int, dev: torch.device) -> tuple[Tensor, Tensor]:
     g, side = torch.Generator().manual_seed(0), VIT_SHAPES[shape][1]
     return torch.randn(batch, 3, side, side, generator=g).to(dev), torch.randint(0, 10, (batch,), generator=g).to(dev)
 
+
 def _training(model: nn.Module, x: Tensor, y: Tensor):
     "One training step of `model` (forward, cross-entropy, backward, Adam) as a function of nothing."
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+
     def step():
         opt.zero_grad(set_to_none=True)
         F.cross_entropy(model(x), y).backward()
         opt.step()
+
     return step
+
 
 def _first_rope(model: nn.Module) -> dict:
     "The rotation timm's own RoPE model (an Eva) hands its first block, made as its forward makes it; {} for any other."
-    if getattr(model, 'rope', None) is None: return {}  # convert_vit drops it: the blocks turn queries and keys themselves
+    if getattr(model, 'rope', None) is None:
+        return {}  # convert_vit drops it: the blocks turn queries and keys themselves
     rope = model.rope.get_embed()
     return dict(rope=rope[0] if getattr(model, 'rope_mixed', False) else rope)
+
 
 def _one_layer(model: nn.Module, x: Tensor):
     "Forward and backward of the model's first attention alone, on its tokens [B, N, d], as a function of nothing."
     attn, tokens = model.blocks[0].attn, model.patch_embed(x)
     tokens = torch.cat([model.cls_token.expand(len(x), -1, -1), tokens], 1).detach().requires_grad_()
+
     def step():
-        model.zero_grad(set_to_none=True); tokens.grad = None
+        model.zero_grad(set_to_none=True)
+        tokens.grad = None
         attn(tokens, **_first_rope(model)).sum().backward()
+
     return step
+
 
 def _steps(case: dict, dev: torch.device) -> dict:
     "Each encoding's step (training, one layer, or eager against compiled), all built here and timed in turn: {name: seconds}."
@@ -137,41 +189,68 @@ def _steps(case: dict, dev: torch.device) -> dict:
     steps = {}
     for name in case['encodings']:
         model = vit_model(case['shape'], name, seed=case['seed']).to(dev).train()
-        if case['part'] == 'layer': steps[name] = _one_layer(model, x)
+        if case['part'] == 'layer':
+            steps[name] = _one_layer(model, x)
         elif case['part'] == 'compile':
             steps[name] = _training(model, x, y)
             steps[f'{name} compiled'] = _training(torch.compile(copy.deepcopy(model)), x, y)
-        else: steps[name] = _training(model, x, y)
-    for step in steps.values(): step(); step()  # warm-up (and compilation)
+        else:
+            steps[name] = _training(model, x, y)
+    for step in steps.values():
+        step()
+        step()  # warm-up (and compilation)
     times = {name: [] for name in steps}
     for _ in range(case['rounds']):
-        for name, step in steps.items(): times[name].append(timed(step, dev))
+        for name, step in steps.items():
+            times[name].append(timed(step, dev))
     return {name: dict(times=t, time_s=statistics.median(t)) for name, t in times.items()}
+
 
 def _profile(case: dict, dev: torch.device, top: int = 12) -> dict:
     "Where one training step of the first encoding spends its time: the `top` operators by self time, and the total."
     x, y = _images(case['shape'], case['batch'], dev)
     step = _training(vit_model(case['shape'], case['encodings'][0], seed=case['seed']).to(dev).train(), x, y)
-    step(); step()
-    with torch.profiler.profile() as prof: step()
+    step()
+    step()
+    with torch.profiler.profile() as prof:
+        step()
     ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in ops)
-    return {case['encodings'][0]: dict(total_s=total / 1e6, top=[dict(op=e.key, self_s=e.self_cpu_time_total / 1e6, calls=e.count,
-                                                                      share=e.self_cpu_time_total / total) for e in ops[:top]])}
+    return {
+        case['encodings'][0]: dict(
+            total_s=total / 1e6,
+            top=[
+                dict(op=e.key, self_s=e.self_cpu_time_total / 1e6, calls=e.count, share=e.self_cpu_time_total / total)
+                for e in ops[:top]
+            ],
+        )
+    }
+
 
 def run_vit(case: dict) -> dict:
     "Measure one ViT case in this process (the subprocess' body of `measure_vit`)."
     dev = resolve_device(case['device'])
     torch.set_num_threads(case['threads'])
-    if dev.type == 'cpu': limit_memory(case['mem_limit_gb'])
-    out = dict(status='ok', measured={}, threads=torch.get_num_threads(), device=str(dev), kept_memory=keep_freed_memory())
+    if dev.type == 'cpu':
+        limit_memory(case['mem_limit_gb'])
+    out = dict(
+        status='ok', measured={}, threads=torch.get_num_threads(), device=str(dev), kept_memory=keep_freed_memory()
+    )
     try:
-        if case['part'] == 'profile': out['measured'] = _profile(case, dev)
+        if case['part'] == 'profile':
+            out['measured'] = _profile(case, dev)
         elif case['part'] == 'memory':  # one encoding per process: the first step's growth, Adam's state included
             x, y = _images(case['shape'], case['batch'], dev)
-            name, = case['encodings']
-            out['measured'] = {name: dict(peak_mb=peak_mb(_training(vit_model(case['shape'], name, seed=case['seed']).to(dev).train(), x, y), dev))}
-        else: out['measured'] = _steps(case, dev)
+            (name,) = case['encodings']
+            out['measured'] = {
+                name: dict(
+                    peak_mb=peak_mb(
+                        _training(vit_model(case['shape'], name, seed=case['seed']).to(dev).train(), x, y), dev
+                    )
+                )
+            }
+        else:
+            out['measured'] = _steps(case, dev)
     except Exception as e:
         out['status'] = failure_status(e)
     return out
@@ -179,44 +258,84 @@ def run_vit(case: dict) -> dict:
 # %% ../../nbs/47d_bench.vit.ipynb #eb4768e8
 VIT_IDENTITY = ('shape', 'part', 'encodings', 'batch', 'threads', 'rounds', 'seed', 'device', 'trial')
 
-def measure_vit(shape: str, # a key of VIT_SHAPES
-                part: str = 'step', # 'step': training steps side by side; 'layer': the first attention alone; 'compile':
-                                    # eager and torch.compile side by side; 'memory': a step's peak, a process per encoding;
-                                    # 'profile': the operators of the first encoding's step
-                encodings: Sequence[str] = tuple(VIT_ENCODINGS), # keys of VIT_ENCODINGS
-                batch: int = 4, threads: int = 1,
-                rounds: int = 5, # timed steps of each encoding after two warm-up steps, taken in turn
-                seed: int = 0, device: str = 'cpu', trial: int = 0,
-                mem_limit_gb: float = 20, timeout_s: float = 3600) -> dict:
+
+def measure_vit(
+    shape: str,  # a key of VIT_SHAPES
+    part: str = 'step',  # 'step': training steps side by side; 'layer': the first attention alone; 'compile':
+    # eager and torch.compile side by side; 'memory': a step's peak, a process per encoding;
+    # 'profile': the operators of the first encoding's step
+    encodings: Sequence[str] = tuple(VIT_ENCODINGS),  # keys of VIT_ENCODINGS
+    batch: int = 4,
+    threads: int = 1,
+    rounds: int = 5,  # timed steps of each encoding after two warm-up steps, taken in turn
+    seed: int = 0,
+    device: str = 'cpu',
+    trial: int = 0,
+    mem_limit_gb: float = 20,
+    timeout_s: float = 3600,
+) -> dict:
     "Time, memory or a profile of converted timm models against timm's own, in a fresh subprocess (one per encoding for memory)."
-    check_choice('shape', shape, VIT_SHAPES); check_choice('part', part, VIT_PARTS)
+    check_choice('shape', shape, VIT_SHAPES)
+    check_choice('part', part, VIT_PARTS)
     encodings = list(encodings)
-    if not encodings: raise ValueError("encodings must name at least one of VIT_ENCODINGS")
-    for e in encodings: check_choice('encodings', e, VIT_ENCODINGS)
-    batch, threads, rounds, trial = check_int('batch', batch), check_int('threads', threads), check_int('rounds', rounds), check_int('trial', trial, 0)
+    if not encodings:
+        raise ValueError("encodings must name at least one of VIT_ENCODINGS")
+    for e in encodings:
+        check_choice('encodings', e, VIT_ENCODINGS)
+    batch, threads, rounds, trial = (
+        check_int('batch', batch),
+        check_int('threads', threads),
+        check_int('rounds', rounds),
+        check_int('trial', trial, 0),
+    )
     dev = str(resolve_device(device))
-    case = dict(kind='vit', shape=shape, part=part, encodings=encodings, batch=batch, threads=threads, rounds=rounds, seed=seed,
-                device=dev, trial=trial)
-    child = lambda names: in_child(case | dict(encodings=names, mem_limit_gb=mem_limit_gb), timeout_s, 'posattn.bench.vit:run_vit')
-    if part != 'memory': return case | dict(load_1min=os.getloadavg()[0]) | child(encodings)
+    case = dict(
+        kind='vit',
+        shape=shape,
+        part=part,
+        encodings=encodings,
+        batch=batch,
+        threads=threads,
+        rounds=rounds,
+        seed=seed,
+        device=dev,
+        trial=trial,
+    )
+    child = lambda names: in_child(
+        case | dict(encodings=names, mem_limit_gb=mem_limit_gb), timeout_s, 'posattn.bench.vit:run_vit'
+    )
+    if part != 'memory':
+        return case | dict(load_1min=os.getloadavg()[0]) | child(encodings)
     runs = [child([e]) for e in encodings]
     bad = [r['status'] for r in runs if r['status'] != 'ok']
-    return case | dict(load_1min=os.getloadavg()[0], status=bad[0] if bad else 'ok', kept_memory=runs[0].get('kept_memory'),
-                       threads=runs[0].get('threads'), measured={k: v for r in runs for k, v in r.get('measured', {}).items()})
+    return case | dict(
+        load_1min=os.getloadavg()[0],
+        status=bad[0] if bad else 'ok',
+        kept_memory=runs[0].get('kept_memory'),
+        threads=runs[0].get('threads'),
+        measured={k: v for r in runs for k, v in r.get('measured', {}).items()},
+    )
+
 
 def vit_same_case(result: dict, case: dict) -> bool:
     "Whether `result` measured `case` (keyword arguments of `measure_vit`): the same `VIT_IDENTITY`, defaults filled in."
     defaults = {k: p.default for k, p in inspect.signature(measure_vit).parameters.items()}
     want = defaults | case | dict(encodings=list(case.get('encodings', defaults['encodings'])))
-    return all(result.get(k) == want[k] for k in VIT_IDENTITY if k != 'device') and result.get('device') == str(resolve_device(want['device']))
+    return all(result.get(k) == want[k] for k in VIT_IDENTITY if k != 'device') and result.get('device') == str(
+        resolve_device(want['device'])
+    )
+
 
 CASE_KINDS['vit'] = (measure_vit, vit_same_case)  # run_cases measures and resumes ViT cases
 
 # %% ../../nbs/47d_bench.vit.ipynb #29237a50
-def _ratios(result: dict, name: str, field: str = 'time_s', base: str | None = None) -> tuple[float, float, float] | None:
+def _ratios(
+    result: dict, name: str, field: str = 'time_s', base: str | None = None
+) -> tuple[float, float, float] | None:
     "`name` over `base` (its reference if None) in one result: the median of the per-round ratios and their range (memory: one ratio)."
     e, base = result.get('measured', {}), base or _reference(name)
-    if name not in e or base not in e: return None
+    if name not in e or base not in e:
+        return None
     a, b = e[name], e[base]
     if field == 'time_s':
         rs = sorted(x / y for x, y in zip(a['times'], b['times']))
@@ -224,16 +343,20 @@ def _ratios(result: dict, name: str, field: str = 'time_s', base: str | None = N
     r = a[field] / b[field] if b.get(field) else None
     return None if r is None else (r, r, r)
 
+
 def _target(shape: str, name: str, field: str = 'time_s') -> float | None:
     "The most `name`'s `field` over its reference's may be on `shape`: VIT_TARGETS (time) or VIT_MEMORY_TARGET (peak memory); ViT-B/16 and 384 pixels: plus VIT_SLACK."
     t = VIT_TARGETS.get(name) if field == 'time_s' else (VIT_MEMORY_TARGET if VIT_ENCODINGS[name].reference else None)
-    return None if t is None else t + (VIT_SLACK if shape != 'S/16@224' else 0.)
+    return None if t is None else t + (VIT_SLACK if shape != 'S/16@224' else 0.0)
+
 
 def _cell(r, target) -> str:
-    if r is None: return ''
+    if r is None:
+        return ''
     mark = '' if target is None else (' ✓' if r[0] <= target else f' ✗ ({target:.2f})')
     spread = f" ({r[1]:.2f}-{r[2]:.2f})" if r[2] > r[1] else ''
     return f"{r[0]:.2f}x{spread}{mark}"
+
 
 def _rows(cases: Sequence[dict], part: str) -> list[dict]:
     "The finished results of `part`, in the order of VIT_SHAPES, then batch and threads."
@@ -241,23 +364,38 @@ def _rows(cases: Sequence[dict], part: str) -> list[dict]:
     done = [c for c in cases if c.get('part') == part and c.get('status') == 'ok']
     return sorted(done, key=lambda c: (order.index(c['shape']), c['batch'], c['threads']))
 
-def vit_ratio_table(cases: Sequence[dict], # results of `measure_vit`
-                    part: str, field: str = 'time_s') -> list[str]:
+
+def vit_ratio_table(
+    cases: Sequence[dict],  # results of `measure_vit`
+    part: str,
+    field: str = 'time_s',
+) -> list[str]:
     "A Markdown table of every encoding measured: its `field` over its reference's, per case of `part` (marked against the targets for steps and memory)."
     rows = _rows(cases, part)
     names = [n for n in VIT_ENCODINGS if n != 'timm' and any(n in c['measured'] for c in rows)]
     unit = 'timm s' if field == 'time_s' else 'timm MB'
     label = lambda n: n if _reference(n) == 'timm' else f"{n} / {_reference(n)}"
-    lines = [f"| model | batch | threads | {unit} | " + ' | '.join(map(label, names)) + ' |', '|---' * (4 + len(names)) + '|']
+    lines = [
+        f"| model | batch | threads | {unit} | " + ' | '.join(map(label, names)) + ' |',
+        '|---' * (4 + len(names)) + '|',
+    ]
     for c in rows:
         base = c['measured'].get('timm', {}).get(field)
-        cells = [_cell(_ratios(c, n, field), _target(c['shape'], n, field) if part in ('step', 'memory') else None) for n in names]
-        lines.append(f"| {c['shape']} | {c['batch']} | {c['threads']} | {'' if base is None else format(base, '.3f' if field == 'time_s' else '.0f')} | "
-                     + ' | '.join(cells) + ' |')
+        cells = [
+            _cell(_ratios(c, n, field), _target(c['shape'], n, field) if part in ('step', 'memory') else None)
+            for n in names
+        ]
+        lines.append(
+            f"| {c['shape']} | {c['batch']} | {c['threads']} | {'' if base is None else format(base, '.3f' if field == 'time_s' else '.0f')} | "
+            + ' | '.join(cells)
+            + ' |'
+        )
     return lines
+
 
 def _whose(name: str) -> str:
     return "timm's" if _reference(name) == 'timm' else f"`{_reference(name)}`'s"
+
 
 def _misses(cases) -> list[str]:
     "A line per target missed: where, by how much."
@@ -268,81 +406,133 @@ def _misses(cases) -> list[str]:
                 r, t = _ratios(c, n, field), _target(c['shape'], n, field)
                 if r is not None and t is not None and r[0] > t:
                     what = 'training step' if part == 'step' else 'peak memory'
-                    out.append(f"- {c['shape']}, batch {c['batch']}, {c['threads']} thread(s), `{n}`: {what} {r[0]:.2f}x {_whose(n)} "
-                               f"against a target of {t:.2f}x, {r[0] / t - 1:+.0%}")
+                    out.append(
+                        f"- {c['shape']}, batch {c['batch']}, {c['threads']} thread(s), `{n}`: {what} {r[0]:.2f}x {_whose(n)} "
+                        f"against a target of {t:.2f}x, {r[0] / t - 1:+.0%}"
+                    )
     return out
 
+
 def _compile_lines(cases) -> list[str]:
-    lines = ['| model | batch | threads | model | eager s | compiled s | compiled / eager |', '|---|---|---|---|---|---|---|']
+    lines = [
+        '| model | batch | threads | model | eager s | compiled s | compiled / eager |',
+        '|---|---|---|---|---|---|---|',
+    ]
     for c in _rows(cases, 'compile'):
         for n in [n for n in c['measured'] if not n.endswith(' compiled')]:
             e, k = c['measured'][n], c['measured'].get(f'{n} compiled')
-            if k is None: continue
+            if k is None:
+                continue
             r = _ratios(c, f'{n} compiled', base=n)
-            lines.append(f"| {c['shape']} | {c['batch']} | {c['threads']} | {n} | {e['time_s']:.3f} | {k['time_s']:.3f} | {_cell(r, None)} |")
+            lines.append(
+                f"| {c['shape']} | {c['batch']} | {c['threads']} | {n} | {e['time_s']:.3f} | {k['time_s']:.3f} | {_cell(r, None)} |"
+            )
     return lines
 
+
 def _macs_lines(shapes: Sequence[str]) -> list[str]:
-    lines = ['| model | grid | per block and image: projections | content | MLP | positional, needed | positional, planned (tile) '
-             '| attention layer: bound | planned | block: bound | planned |', '|---' * 11 + '|']
+    lines = [
+        '| model | grid | per block and image: projections | content | MLP | positional, needed | positional, planned (tile) '
+        '| attention layer: bound | planned | block: bound | planned |',
+        '|---' * 11 + '|',
+    ]
     for s in shapes:
         m = vit_macs(s, 'siren')
         g = 'x'.join(map(str, _vit_dims(s)['grid']))
-        lines.append(f"| {s} | {g} | {m['projections'] / 1e6:.0f} M | {m['content'] / 1e6:.0f} M | {m['mlp'] / 1e6:.0f} M | "
-                     f"{m['positional'] / 1e6:.0f} M | {m['planned'] / 1e6:.0f} M ({'x'.join(map(str, m['tile']))}) | "
-                     f"{m['layer_bound']:.2f}x | {m['layer_planned']:.2f}x | {m['model_bound']:.2f}x | {m['model_planned']:.2f}x |")
+        lines.append(
+            f"| {s} | {g} | {m['projections'] / 1e6:.0f} M | {m['content'] / 1e6:.0f} M | {m['mlp'] / 1e6:.0f} M | "
+            f"{m['positional'] / 1e6:.0f} M | {m['planned'] / 1e6:.0f} M ({'x'.join(map(str, m['tile']))}) | "
+            f"{m['layer_bound']:.2f}x | {m['layer_planned']:.2f}x | {m['model_bound']:.2f}x | {m['model_planned']:.2f}x |"
+        )
     return lines
+
 
 def _turn_lines(shapes: Sequence[str]) -> list[str]:
     "The rotations' own work: turning the queries and keys (per image) and LieRE's exponentials (per layer, shared by the batch)."
-    lines = ['| model | block per image | RoPE, RoPE-Mixed: turning q and k | LieRE, ComRoPE: turning q and k | LieRE: 8 x 8 exponentials per layer |',
-             '|---|---|---|---|---|']
+    lines = [
+        '| model | block per image | RoPE, RoPE-Mixed: turning q and k | LieRE, ComRoPE: turning q and k | LieRE: 8 x 8 exponentials per layer |',
+        '|---|---|---|---|---|',
+    ]
     for s in shapes:
         r, l = vit_macs(s, 'rope'), vit_macs(s, 'liere')
-        lines.append(f"| {s} | {r['block'] / 1e6:.0f} M | {r['turn'] / 1e6:.2f} M ({r['turn'] / r['block']:.2%}) | "
-                     f"{l['turn'] / 1e6:.1f} M ({l['turn'] / l['block']:.1%}) | {l['exponentials']:,} |")
+        lines.append(
+            f"| {s} | {r['block'] / 1e6:.0f} M | {r['turn'] / 1e6:.2f} M ({r['turn'] / r['block']:.2%}) | "
+            f"{l['turn'] / 1e6:.1f} M ({l['turn'] / l['block']:.1%}) | {l['exponentials']:,} |"
+        )
     return lines
+
 
 def _profile_lines(cases) -> list[str]:
     out = []
     for c in _rows(cases, 'profile'):
         for n, p in c['measured'].items():
-            out += ['', f"**{c['shape']}, `{n}`, batch {c['batch']}, {c['threads']} thread(s)**: {p['total_s']:.2f} s of operator time in one step", '',
-                    '| operator | self s | share | calls |', '|---|---|---|---|']
+            out += [
+                '',
+                f"**{c['shape']}, `{n}`, batch {c['batch']}, {c['threads']} thread(s)**: {p['total_s']:.2f} s of operator time in one step",
+                '',
+                '| operator | self s | share | calls |',
+                '|---|---|---|---|',
+            ]
             out += [f"| `{o['op']}` | {o['self_s']:.3f} | {o['share']:.1%} | {o['calls']} |" for o in p['top']]
     return out
+
 
 def _profiled(cases, c: dict, name: str, top: int = 4) -> str:
     "The `top` operators of `name`'s profile on `c`'s shape, if one was taken: where its extra time goes."
     p = [q['measured'][name] for q in _rows(cases, 'profile') if q['shape'] == c['shape'] and name in q['measured']]
-    if not p: return ''
+    if not p:
+        return ''
     ops = ', '.join(f"`{o['op']}` {o['share']:.0%}" for o in p[0]['top'][:top])
     return f"; its profile's largest operators (batch {[q for q in _rows(cases, 'profile') if name in q['measured']][0]['batch']}): {ops}"
 
+
 def _why(c: dict, name: str, cases: Sequence[dict] = ()) -> str:
     "What limits `name`'s training step in case `c`, from the plan, the options and its profile: the layer alone, the arithmetic, kept or recomputed weights."
-    if name in ('none', 'rope'): return "the same fused kernel as timm's; the spread of the rounds (in brackets) is the machine's"
-    if name == 'rope_mixed': return ("the same fused kernel as timm's RoPE-Mixed, on queries and keys turned by the same "
-                                     "frequencies; the block turns the grid's tokens apart from the class token's" + _profiled(cases, c, name))
+    if name in ('none', 'rope'):
+        return "the same fused kernel as timm's; the spread of the rounds (in brackets) is the machine's"
+    if name == 'rope_mixed':
+        return (
+            "the same fused kernel as timm's RoPE-Mixed, on queries and keys turned by the same "
+            "frequencies; the block turns the grid's tokens apart from the class token's" + _profiled(cases, c, name)
+        )
     if name in ('liere', 'comrope'):
-        made = (f"{vit_macs(c['shape'], 'liere')['exponentials']:,} matrix exponentials of 8 x 8 per layer (one per token, head "
-                "and block), forward and backward, shared by the batch") if name == 'liere' else \
-               "one exponential per dimension, head and block and its powers, per layer"
-        return (f"timm's fused kernel on queries and keys turned by blocks of 8 features ({vit_macs(c['shape'], name)['turn'] / vit_macs(c['shape'], name)['block']:.1%} "
-                f"of a block's multiply-adds); the rest is the rotations: {made}, and turning the tokens as small batched "
-                f"products" + _profiled(cases, c, name))
+        made = (
+            (
+                f"{vit_macs(c['shape'], 'liere')['exponentials']:,} matrix exponentials of 8 x 8 per layer (one per token, head "
+                "and block), forward and backward, shared by the batch"
+            )
+            if name == 'liere'
+            else "one exponential per dimension, head and block and its powers, per layer"
+        )
+        return (
+            f"timm's fused kernel on queries and keys turned by blocks of 8 features ({vit_macs(c['shape'], name)['turn'] / vit_macs(c['shape'], name)['block']:.1%} "
+            f"of a block's multiply-adds); the rest is the rotations: {made}, and turning the tokens as small batched "
+            f"products" + _profiled(cases, c, name)
+        )
     m, dims = vit_macs(c['shape'], 'siren'), _vit_dims(c['shape'])
     plan = fast_plan(dims['grid'], relative_size(dims['grid']), dims['d'] // dims['heads'])
     rows = math.prod(t * k for t, k in zip(plan.tile, plan.tiles))
     weights = c['batch'] * dims['heads'] * rows * math.prod(dims['grid']) * 4  # float32 softmax weights of one call
     keep = current_fast_options().keep_bytes
-    kept = (f"its softmax weights ({weights / 2**20:.0f} MB a layer) are over `keep_bytes` ({keep / 2**20:.0f} MB) and "
-            "recomputed in the backward pass, one more pass of every score product") if weights > keep else \
-           f"its softmax weights ({weights / 2**20:.1f} MB a layer) are kept for the backward pass"
-    pos = "" if name == 'rel_bias' else (f"; the positional products are {m['planned'] / m['content'] * 2:.1f}x the content scores' "
-                                         f"({'x'.join(map(str, m['tile']))} tiles; the arithmetic allows the layer {m['layer_planned']:.2f}x as planned, "
-                                         f"{m['layer_bound']:.2f}x at best)")
+    kept = (
+        (
+            f"its softmax weights ({weights / 2**20:.0f} MB a layer) are over `keep_bytes` ({keep / 2**20:.0f} MB) and "
+            "recomputed in the backward pass, one more pass of every score product"
+        )
+        if weights > keep
+        else f"its softmax weights ({weights / 2**20:.1f} MB a layer) are kept for the backward pass"
+    )
+    pos = (
+        ""
+        if name == 'rel_bias'
+        else (
+            f"; the positional products are {m['planned'] / m['content'] * 2:.1f}x the content scores' "
+            f"({'x'.join(map(str, m['tile']))} tiles; the arithmetic allows the layer {m['layer_planned']:.2f}x as planned, "
+            f"{m['layer_bound']:.2f}x at best)"
+        )
+    )
     return f"{kept}{pos}; the chunks' products are batched over {plan.tiles[0] * plan.tiles[1]} tiles, not fused as timm's kernel is"
+
 
 def _reading(cases) -> list[str]:
     "Per missed time target, what limits it; then what peak memory holds."
@@ -351,76 +541,134 @@ def _reading(cases) -> list[str]:
         for n in c['measured']:
             r, t = _ratios(c, n), _target(c['shape'], n)
             if r is not None and t is not None and r[0] > t:
-                out.append(f"- {c['shape']}, batch {c['batch']}, {c['threads']} thread(s), `{n}` ({r[0]:.2f}x): {_why(c, n, cases)}.")
-    if any(_ratios(c, n, 'peak_mb') and _target(c['shape'], n, 'peak_mb') and _ratios(c, n, 'peak_mb')[0] > _target(c['shape'], n, 'peak_mb')
-           for c in _rows(cases, 'memory') for n in c['measured']):
-        out.append("- Peak memory: timm's fused kernel keeps each layer's queries, keys, values, output and log-normalisers "
-                   "for the backward pass. `fast` keeps, per layer, its queries in tiles twice (for the content and the "
-                   "positional scores), the keys and values copied contiguous, the output, the encodings of the grid, and "
-                   "the class token's merge (the grid's output, its share of the normaliser, the joined output): about ten "
-                   "tensors of batch x heads x tokens x d_H where timm keeps five, and the bias table's per-tile rows.")
+                out.append(
+                    f"- {c['shape']}, batch {c['batch']}, {c['threads']} thread(s), `{n}` ({r[0]:.2f}x): {_why(c, n, cases)}."
+                )
+    if any(
+        _ratios(c, n, 'peak_mb')
+        and _target(c['shape'], n, 'peak_mb')
+        and _ratios(c, n, 'peak_mb')[0] > _target(c['shape'], n, 'peak_mb')
+        for c in _rows(cases, 'memory')
+        for n in c['measured']
+    ):
+        out.append(
+            "- Peak memory: timm's fused kernel keeps each layer's queries, keys, values, output and log-normalisers "
+            "for the backward pass. `fast` keeps, per layer, its queries in tiles twice (for the content and the "
+            "positional scores), the keys and values copied contiguous, the output, the encodings of the grid, and "
+            "the class token's merge (the grid's output, its share of the normaliser, the joined output): about ten "
+            "tensors of batch x heads x tokens x d_H where timm keeps five, and the bias table's per-tile rows."
+        )
     return out
+
 
 def _runs(m: dict, cases: Sequence[dict]) -> list[str]:
     "A line per later run merged into the file (cases that carry their own `machine`): when, where, and which cases."
     later = {}
     for c in cases:
-        if c.get('machine') and c['machine'] != m: later.setdefault(c['machine']['date'], (c['machine'], []))[1].append(c)
+        if c.get('machine') and c['machine'] != m:
+            later.setdefault(c['machine']['date'], (c['machine'], []))[1].append(c)
     what = lambda cs: ', '.join(dict.fromkeys(f"{c['part']} {c['shape']} batch {c['batch']}" for c in cs))
     names = lambda cs: ', '.join(f"`{n}`" for n in dict.fromkeys(n for c in cs for n in c['encodings']))
-    return [f"Later cases ({what(cs)}; {names(cs)}) were measured {d} with torch {k['torch']} on {k['cpu_count']} CPUs "
-            f"({k['cpu']}); load {k['load_1min']:.2f} at their start." for d, (k, cs) in sorted(later.items())] + ([''] if later else [])
+    return [
+        f"Later cases ({what(cs)}; {names(cs)}) were measured {d} with torch {k['torch']} on {k['cpu_count']} CPUs "
+        f"({k['cpu']}); load {k['load_1min']:.2f} at their start."
+        for d, (k, cs) in sorted(later.items())
+    ] + ([''] if later else [])
 
-def vit_page(data: dict # vit.json, as `run_cases` writes it
-            ) -> str:
+
+def vit_page(
+    data: dict,  # vit.json, as `run_cases` writes it
+) -> str:
     "The page of the ViT benchmark: steps, memory, one layer, compile against timm's own; multiply-adds; profiles; missed targets."
     m, cases = data['machine'], data['cases']
     shapes = [s for s in VIT_SHAPES if any(c['shape'] == s for c in cases)]
-    head = [f"# Converted timm ViTs against timm's own",
-            '', f"Measured {m['date']} with torch {m['torch']} on {m['cpu_count']} CPUs ({m['cpu']}); load {m['load_1min']:.2f} at the start"
-            f"{', resuming an earlier run' if m.get('resumed_from') else ''}. Every model of a row was built in one process "
-            "and stepped in turn (`measure_vit`), so each ratio is the median over rounds of side-by-side ratios (their range "
-            "in brackets); memory is the growth of the resident set over a model's first training step (Adam's state included), "
-            "each model in a fresh process. ✓: within its target, the largest ratio to timm's allowed; ✗: missed (the target in brackets). "
-            "A column is a ratio over timm's plain model unless it names another: `rope_mixed` over timm's own RoPE-Mixed ViT "
-            "(`timm_rope_mixed`, itself over timm's plain ViT beside it).", ''] + _runs(m, cases)
-    body = ['## A training step over timm\'s', ''] + vit_ratio_table(cases, 'step') + [
-            '', '## Peak memory over timm\'s', ''] + vit_ratio_table(cases, 'memory', 'peak_mb') + [
-            '', '## One attention layer alone (forward and backward) over timm\'s `Attention`', ''] + vit_ratio_table(cases, 'layer') + [
-            '', '## torch.compile beside eager', ''] + _compile_lines(cases) + [
-            '', '## What the arithmetic allows', '',
+    head = [
+        f"# Converted timm ViTs against timm's own",
+        '',
+        f"Measured {m['date']} with torch {m['torch']} on {m['cpu_count']} CPUs ({m['cpu']}); load {m['load_1min']:.2f} at the start"
+        f"{', resuming an earlier run' if m.get('resumed_from') else ''}. Every model of a row was built in one process "
+        "and stepped in turn (`measure_vit`), so each ratio is the median over rounds of side-by-side ratios (their range "
+        "in brackets); memory is the growth of the resident set over a model's first training step (Adam's state included), "
+        "each model in a fresh process. ✓: within its target, the largest ratio to timm's allowed; ✗: missed (the target in brackets). "
+        "A column is a ratio over timm's plain model unless it names another: `rope_mixed` over timm's own RoPE-Mixed ViT "
+        "(`timm_rope_mixed`, itself over timm's plain ViT beside it).",
+        '',
+    ] + _runs(m, cases)
+    body = (
+        ['## A training step over timm\'s', '']
+        + vit_ratio_table(cases, 'step')
+        + ['', '## Peak memory over timm\'s', '']
+        + vit_ratio_table(cases, 'memory', 'peak_mb')
+        + ['', '## One attention layer alone (forward and backward) over timm\'s `Attention`', '']
+        + vit_ratio_table(cases, 'layer')
+        + ['', '## torch.compile beside eager', '']
+        + _compile_lines(cases)
+        + [
+            '',
+            '## What the arithmetic allows',
+            '',
             "Multiply-adds per image (forward; the backward pass is about twice each). The positional term needs one "
             "product of d_H features per (query, key) pair of the grid and head; `fast`'s plan scores each tile of queries "
             "against its grid of offsets (`planned`). Bounds are the ratios these counts allow for the attention layer and "
-            "for a whole block (attention and MLP); `none`, `rope` and `rel_bias` add nothing of this order.", ''] + _macs_lines(shapes) + [
-            '', "The rotations add no multiply-adds to the scores: the block turns each grid token's query and key and runs "
+            "for a whole block (attention and MLP); `none`, `rope` and `rel_bias` add nothing of this order.",
+            '',
+        ]
+        + _macs_lines(shapes)
+        + [
+            '',
+            "The rotations add no multiply-adds to the scores: the block turns each grid token's query and key and runs "
             "timm's fused kernel. What they add, per image of a block, and LieRE's exponentials, per layer and shared by the "
             "batch (each a few products of 8 x 8 x 8 forward, as many as its norm asks, and more backward; ComRoPE makes "
-            "one per dimension, head and block, and its powers):", ''] + _turn_lines(shapes) + [
-            '', '## Where the time goes', ''] + _profile_lines(cases)
+            "one per dimension, head and block, and its powers):",
+            '',
+        ]
+        + _turn_lines(shapes)
+        + ['', '## Where the time goes', '']
+        + _profile_lines(cases)
+    )
     misses = _misses(cases)
     tail = ['', '## Targets missed', ''] + (misses or ['None: every ratio measured is within its target.'])
-    if misses: tail += ['', '### What limits them', '', 'From the plan, the options and the profiles above (every other '
-                        "operator of a step is the projections' and the MLP's, which timm's model runs too):", ''] + _reading(cases)
+    if misses:
+        tail += [
+            '',
+            '### What limits them',
+            '',
+            'From the plan, the options and the profiles above (every other '
+            "operator of a step is the projections' and the MLP's, which timm's model runs too):",
+            '',
+        ] + _reading(cases)
     return '\n'.join(head + body + tail) + '\n'
 
 # %% ../../nbs/47d_bench.vit.ipynb #ce42f284
-_LABELS = dict(none='no encoding', rope='RoPE', rel_bias='the bias table', siren='SIREN', siren_span='SIREN with the span',
-               rope_mixed="RoPE-Mixed (over timm's RoPE-Mixed)", liere='LieRE', comrope='ComRoPE')
+_LABELS = dict(
+    none='no encoding',
+    rope='RoPE',
+    rel_bias='the bias table',
+    siren='SIREN',
+    siren_span='SIREN with the span',
+    rope_mixed="RoPE-Mixed (over timm's RoPE-Mixed)",
+    liere='LieRE',
+    comrope='ComRoPE',
+)
 
-def vit_finding(data: dict, # vit.json
-                link: str = '../results/bench/vit.md' # the page, as the README's notebook (in nbs/) reaches it
-               ) -> str:
+
+def vit_finding(
+    data: dict,  # vit.json
+    link: str = '../results/bench/vit.md',  # the page, as the README's notebook (in nbs/) reaches it
+) -> str:
     "The README's line on ViT-S/16 at 224: each encoding's training step over its reference's, as a range over the cases measured."
     steps = [c for c in _rows(data['cases'], 'step') if c['shape'] == 'S/16@224']
-    if not steps: return f"- A converted timm ViT against timm's own: not measured yet ([the benchmark]({link}))."
+    if not steps:
+        return f"- A converted timm ViT against timm's own: not measured yet ([the benchmark]({link}))."
     got = {n: [r[0] for c in steps if (r := _ratios(c, n))] for n in _LABELS}
     span = lambda xs: f"{min(xs):.2f}x" if max(xs) - min(xs) < 0.005 else f"{min(xs):.2f}-{max(xs):.2f}x"
     parts = [f"{_LABELS[n]} {span(xs)}" for n, xs in got.items() if xs]
     worst = max(x for xs in got.values() for x in xs)
     batches, threads = sorted({c['batch'] for c in steps}), sorted({c['threads'] for c in steps})
-    return (f"- **A converted timm ViT trains within {worst:.2f}x of timm's own step.** On ViT-S/16 at 224 pixels (a 14 x 14 "
-            f"patch grid and a class token, heads of 64 features), batches of {' and '.join(map(str, batches))} on "
-            f"{' and '.join(map(str, threads))} CPU thread(s), a training step over timm's: {', '.join(parts)}. `fast` "
-            f"scores SIREN's offsets in 7 x 7 tiles and the class token's pairs without a dense table; ViT-B/16, 384 "
-            f"pixels, memory and profiles on [the benchmark's page]({link}).")
+    return (
+        f"- **A converted timm ViT trains within {worst:.2f}x of timm's own step.** On ViT-S/16 at 224 pixels (a 14 x 14 "
+        f"patch grid and a class token, heads of 64 features), batches of {' and '.join(map(str, batches))} on "
+        f"{' and '.join(map(str, threads))} CPU thread(s), a training step over timm's: {', '.join(parts)}. `fast` "
+        f"scores SIREN's offsets in 7 x 7 tiles and the class token's pairs without a dense table; ViT-B/16, 384 "
+        f"pixels, memory and profiles on [the benchmark's page]({link})."
+    )

@@ -14,22 +14,29 @@ import torch
 from torch import nn, Tensor
 
 # %% ../../nbs/00_core.attention.ipynb #105aafec
-def split_heads(x: Tensor, # [B, N, d]
-                heads: int # H, which must divide d
-               ) -> Tensor: # [B, H, N, d/H]
+def split_heads(
+    x: Tensor,  # [B, N, d]
+    heads: int,  # H, which must divide d
+) -> Tensor:  # [B, H, N, d/H]
     "Cut the features of `x` into `heads` heads."
     B, N, d = x.shape
     return x.view(B, N, heads, d // heads).transpose(1, 2)
 
-def merge_heads(x: Tensor # [B, H, N, d_H]
-               ) -> Tensor: # [B, N, H * d_H]
+
+def merge_heads(
+    x: Tensor,  # [B, H, N, d_H]
+) -> Tensor:  # [B, N, H * d_H]
     "Concatenate the heads of `x` back into one feature dimension."
     B, H, N, d_head = x.shape
     return x.transpose(1, 2).reshape(B, N, H * d_head)
 
 # %% ../../nbs/00_core.attention.ipynb #576d1e74
-def multi_head_attention(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values, each [B, N, d]
-                         heads: int) -> Tensor: # [B, N, d]
+def multi_head_attention(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # queries, keys, values, each [B, N, d]
+    heads: int,
+) -> Tensor:  # [B, N, d]
     "Algorithm 2: scaled dot-product attention of every head, heads concatenated."
     q, k, value = (split_heads(t, heads) for t in (q, k, value))
     a = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, N, N]
@@ -45,10 +52,15 @@ def _check_heads(d, heads) -> tuple[int, int]:
         raise ValueError(f"d={d} must be divisible by heads={heads}: choose heads among the divisors of d")
     return int(d), int(heads)
 
+
 class MultiHeadSelfAttention(nn.Module):
     "Algorithm 1: Q, K, V from one linear map of `x`, multi-head attention, an output map."
-    def __init__(self, d: int = 64, # features of a token
-                 heads: int = 8): # H, which must divide d
+
+    def __init__(
+        self,
+        d: int = 64,  # features of a token
+        heads: int = 8,
+    ):  # H, which must divide d
         """Plain multi-head self-attention.
 
         d: features of a token (default 64); heads: H, the number of heads, which must divide d (default 8)."""
@@ -69,6 +81,6 @@ class MultiHeadSelfAttention(nn.Module):
         a = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
         return a.softmax(-1) @ value
 
-    def forward(self, x: Tensor, *args) -> Tensor: # [B, N, d]
+    def forward(self, x: Tensor, *args) -> Tensor:  # [B, N, d]
         "Self-attention of `x` [B, N, d]."
         return self.out(merge_heads(self.attend(*self.project(x), *args)))

@@ -18,19 +18,30 @@ def did_you_mean(value, options) -> str:
     close = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6) if isinstance(value, str) else []
     return f" (did you mean {list(options)[names.index(close[0])]!r}?)" if close else ''
 
-def check_choice(name: str, # the argument's name, as the caller spells it
-                 value, options) -> None:
+
+def check_choice(
+    name: str,  # the argument's name, as the caller spells it
+    value,
+    options,
+) -> None:
     "Raise a ValueError naming `name`, `value`, the accepted `options` and the closest one unless `value` is one of them."
-    try: ok = value in options
-    except TypeError: ok = False  # e.g. an unhashable value against the keys of a dict
-    if not ok: raise ValueError(f"{name}={value!r} is not one of {tuple(options)}{did_you_mean(value, options)}")
+    try:
+        ok = value in options
+    except TypeError:
+        ok = False  # e.g. an unhashable value against the keys of a dict
+    if not ok:
+        raise ValueError(f"{name}={value!r} is not one of {tuple(options)}{did_you_mean(value, options)}")
 
 # %% ../../nbs/04_core.checks.ipynb #8a97eb77
-def check_int(name: str, value, low: int = 1,
-              none: bool = False # accept None too, and return it
-             ) -> int | None:
+def check_int(
+    name: str,
+    value,
+    low: int = 1,
+    none: bool = False,  # accept None too, and return it
+) -> int | None:
     "`value` as an int if it is an integer (Python or NumPy; not a bool) of at least `low`, None if allowed; else a ValueError."
-    if none and value is None: return None
+    if none and value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
         what = 'a positive integer' if low == 1 else f'an integer >= {low}'
         raise ValueError(f"{name}={value!r} must be {what}" + (" or None" if none else ""))

@@ -22,8 +22,11 @@ def relative_size(structure_size: Sequence[int]) -> tuple[int, ...]:
     "RelativeSize = 2 * StructureSize - 1: the number of distinct offsets along each dimension."
     return tuple(2 * s - 1 for s in structure_size)
 
-def relative_offsets(size: Sequence[int], # odd window size per dimension
-                     device=None) -> Tensor: # integer offsets [*size, n], centred on 0
+
+def relative_offsets(
+    size: Sequence[int],  # odd window size per dimension
+    device=None,
+) -> Tensor:  # integer offsets [*size, n], centred on 0
     "The integer offsets of a centred window of `size`, as a grid `[*size, n]`."
     axes = [torch.arange(s, device=device) - (s - 1) // 2 for s in size]
     return torch.stack(torch.meshgrid(*axes, indexing='ij'), -1)
@@ -36,11 +39,15 @@ def _as_int(s) -> int | None:
         return int(s) if ok else None
     return int(s) if isinstance(s, Integral) and not isinstance(s, bool) else None
 
-def _kind(x) -> str: return f"a {x.dtype} tensor" if isinstance(x, Tensor) else f"a {type(x).__name__}"
 
-def check_structure_size(structure_size, # positive integers, one per positional dimension
-                         dims: int | None = None # n, when the caller needs a given number of dimensions
-                        ) -> tuple[int, ...]: # S as a tuple of Python ints
+def _kind(x) -> str:
+    return f"a {x.dtype} tensor" if isinstance(x, Tensor) else f"a {type(x).__name__}"
+
+
+def check_structure_size(
+    structure_size,  # positive integers, one per positional dimension
+    dims: int | None = None,  # n, when the caller needs a given number of dimensions
+) -> tuple[int, ...]:  # S as a tuple of Python ints
     "`structure_size` as a tuple of ints, or a ValueError that names what was given and what is accepted."
     what = "a sequence of positive integers, one per positional dimension (e.g. [32, 32])"
     seq = isinstance(structure_size, Iterable) and not isinstance(structure_size, (str, bytes))
@@ -50,64 +57,98 @@ def check_structure_size(structure_size, # positive integers, one per positional
     if None in ints:
         bad = list(structure_size)[ints.index(None)]
         raise ValueError(f"structure_size={structure_size!r} must be {what}; {bad!r} is {_kind(bad)}")
-    if not ints or min(ints) < 1: raise ValueError(f"structure_size={ints} must be {what}")
+    if not ints or min(ints) < 1:
+        raise ValueError(f"structure_size={ints} must be {what}")
     if dims is not None and len(ints) != dims:
-        raise ValueError(f"structure_size={ints} has {len(ints)} dimension(s) but dims={dims}: give one size per dimension")
+        raise ValueError(
+            f"structure_size={ints} has {len(ints)} dimension(s) but dims={dims}: give one size per dimension"
+        )
     return tuple(ints)
 
 # %% ../../nbs/02_core.geometry.ipynb #bb7034c2
-def normalise(offsets: Tensor, # integer offsets [..., n]
-              structure_size: Sequence[int],
-              dtype: torch.dtype | None = None # of the result; None: torch's default float type
-             ) -> Tensor: # [..., n] in [-1, 1], on the device of `offsets`
+def normalise(
+    offsets: Tensor,  # integer offsets [..., n]
+    structure_size: Sequence[int],
+    dtype: torch.dtype | None = None,  # of the result; None: torch's default float type
+) -> Tensor:  # [..., n] in [-1, 1], on the device of `offsets`
     "Normalised relative coordinates delta / (S - 1), computed in `dtype`; 0 along a dimension of size 1."
     x = offsets.to(dtype or torch.get_default_dtype())
-    return torch.stack([x[..., k] / max(s - 1, 1) for k, s in enumerate(structure_size)], -1)  # no tensor of scales: no copy to a GPU
+    return torch.stack(
+        [x[..., k] / max(s - 1, 1) for k, s in enumerate(structure_size)], -1
+    )  # no tensor of scales: no copy to a GPU
 
 # %% ../../nbs/02_core.geometry.ipynb #85fc4f0f
-COORDINATES = ('structure', 'fixed')  # offsets over the grid at hand (the paper's), or over a reference size fixed at build
+COORDINATES = (
+    'structure',
+    'fixed',
+)  # offsets over the grid at hand (the paper's), or over a reference size fixed at build
 
-def check_reference_size(coordinates: str, # one of COORDINATES
-                         reference_size, # R, the fixed scale's sizes; None with 'structure'
-                         dims: int # n
-                        ) -> tuple[int, ...] | None: # R as ints, or None: the structure's own
+
+def check_reference_size(
+    coordinates: str,  # one of COORDINATES
+    reference_size,  # R, the fixed scale's sizes; None with 'structure'
+    dims: int,  # n
+) -> tuple[int, ...] | None:  # R as ints, or None: the structure's own
     "The reference size that `coordinates` divide offsets by, or a ValueError naming what does not fit."
-    if coordinates not in COORDINATES: raise ValueError(f"coordinates={coordinates!r} must be one of {COORDINATES}")
+    if coordinates not in COORDINATES:
+        raise ValueError(f"coordinates={coordinates!r} must be one of {COORDINATES}")
     if coordinates == 'structure':
-        if reference_size is None: return None
-        raise ValueError(f"reference_size={reference_size!r} is the fixed scale's: it needs coordinates='fixed' "
-                         "(coordinates='structure' divides by the grid at hand)")
+        if reference_size is None:
+            return None
+        raise ValueError(
+            f"reference_size={reference_size!r} is the fixed scale's: it needs coordinates='fixed' "
+            "(coordinates='structure' divides by the grid at hand)"
+        )
     if reference_size is None:
-        raise ValueError("coordinates='fixed' divides every offset by a reference size fixed when the block is built: "
-                         f"give reference_size, {dims} integer(s) of at least 2 (e.g. the training grid)")
-    try: R = check_structure_size(reference_size, dims)
-    except ValueError as e: raise ValueError(str(e).replace('structure_size', 'reference_size')) from None
-    if min(R) < 2: raise ValueError(f"reference_size={list(R)} must be at least 2 along every dimension: one step is 1 / (R - 1)")
+        raise ValueError(
+            "coordinates='fixed' divides every offset by a reference size fixed when the block is built: "
+            f"give reference_size, {dims} integer(s) of at least 2 (e.g. the training grid)"
+        )
+    try:
+        R = check_structure_size(reference_size, dims)
+    except ValueError as e:
+        raise ValueError(str(e).replace('structure_size', 'reference_size')) from None
+    if min(R) < 2:
+        raise ValueError(f"reference_size={list(R)} must be at least 2 along every dimension: one step is 1 / (R - 1)")
     return R
 
-def fixed_reference(reference_size, # R of a module that reads normalised offsets; None: the paper's coordinates
-                    dims: int) -> tuple[int, ...] | None:
+
+def fixed_reference(
+    reference_size,  # R of a module that reads normalised offsets; None: the paper's coordinates
+    dims: int,
+) -> tuple[int, ...] | None:
     "A module's fixed reference size as ints, checked, or None (over the grid at hand)."
     return None if reference_size is None else check_reference_size('fixed', reference_size, dims)
 
-def scale_size(structure_size: Sequence[int],
-               reference_size: Sequence[int] | None = None # the fixed scale's R; None: the paper's coordinates
-              ) -> tuple[int, ...]:
+
+def scale_size(
+    structure_size: Sequence[int],
+    reference_size: Sequence[int] | None = None,  # the fixed scale's R; None: the paper's coordinates
+) -> tuple[int, ...]:
     "The sizes that offsets are normalised by: the structure's own (the paper's coordinates), or the fixed reference."
     return tuple(structure_size) if reference_size is None else tuple(reference_size)
 
 # %% ../../nbs/02_core.geometry.ipynb #40560318
 def _strides(size: Sequence[int]) -> list[int]:
     "Row-major strides of a grid of `size`: stride_k = prod(size[k + 1:])."
-    return [math.prod(size[k + 1:]) for k in range(len(size))]
+    return [math.prod(size[k + 1 :]) for k in range(len(size))]
 
-def pair_offsets(i: Tensor, j: Tensor, # query and key token indices in [0, N), row-major (tensors that broadcast)
-                 structure_size: Sequence[int]) -> list[Tensor]: # one tensor of offsets per dimension
+
+def pair_offsets(
+    i: Tensor,
+    j: Tensor,  # query and key token indices in [0, N), row-major (tensors that broadcast)
+    structure_size: Sequence[int],
+) -> list[Tensor]:  # one tensor of offsets per dimension
     "The offset j_k - i_k of key j from query i along each dimension: key minus query."
     return [(j // st) % s - (i // st) % s for s, st in zip(structure_size, _strides(structure_size))]
 
-def in_window(i: Tensor, j: Tensor, # query and key token indices in [0, N), row-major (tensors that broadcast)
-              structure_size: Sequence[int], span_size: Sequence[int]) -> Tensor: # bool
+
+def in_window(
+    i: Tensor,
+    j: Tensor,  # query and key token indices in [0, N), row-major (tensors that broadcast)
+    structure_size: Sequence[int],
+    span_size: Sequence[int],
+) -> Tensor:  # bool
     "Whether key j lies inside query i's window: 0 <= delta_k + (W_k - 1) // 2 < W_k along every dimension."
     inside = True
     for d, w in zip(pair_offsets(i, j, structure_size), span_size):
@@ -115,8 +156,13 @@ def in_window(i: Tensor, j: Tensor, # query and key token indices in [0, N), row
         inside = inside & (d >= 0) & (d < w)
     return inside
 
-def window_position(i: Tensor, j: Tensor, # query and key token indices in [0, N), row-major (tensors that broadcast)
-                structure_size: Sequence[int], span_size: Sequence[int]) -> Tensor: # positions in [0, prod(span_size))
+
+def window_position(
+    i: Tensor,
+    j: Tensor,  # query and key token indices in [0, N), row-major (tensors that broadcast)
+    structure_size: Sequence[int],
+    span_size: Sequence[int],
+) -> Tensor:  # positions in [0, prod(span_size))
     "Key j's position in query i's window, row-major over the window (clamped into it for a key outside): the index into its tables."
     m = 0
     for d, w, sw in zip(pair_offsets(i, j, structure_size), span_size, _strides(span_size)):
@@ -124,8 +170,12 @@ def window_position(i: Tensor, j: Tensor, # query and key token indices in [0, N
     return m
 
 # %% ../../nbs/02_core.geometry.ipynb #b8756678
-def window_key(i: Tensor, m: Tensor, # query token indices and window positions (tensors that broadcast)
-               structure_size: Sequence[int], span_size: Sequence[int]) -> tuple[Tensor, Tensor]: # key j, exists
+def window_key(
+    i: Tensor,
+    m: Tensor,  # query token indices and window positions (tensors that broadcast)
+    structure_size: Sequence[int],
+    span_size: Sequence[int],
+) -> tuple[Tensor, Tensor]:  # key j, exists
     "The key j at position m of query i's window, and whether it lies in the structure (j means nothing where not): window_position's inverse."
     j, exists = 0, True
     for s, w, st, sw in zip(structure_size, span_size, _strides(structure_size), _strides(span_size)):
@@ -135,16 +185,25 @@ def window_key(i: Tensor, m: Tensor, # query token indices and window positions 
     return j, exists
 
 # %% ../../nbs/02_core.geometry.ipynb #a6458d8e
-def key_range(q0: int, q1: int, # the queries q0 ... q1 - 1 (q1 may pass N)
-              structure_size: Sequence[int], span_size: Sequence[int]) -> tuple[int, int]: # the keys lo ... hi - 1
+def key_range(
+    q0: int,
+    q1: int,  # the queries q0 ... q1 - 1 (q1 may pass N)
+    structure_size: Sequence[int],
+    span_size: Sequence[int],
+) -> tuple[int, int]:  # the keys lo ... hi - 1
     "The tokens within the window's reach of a query in [q0, q1) along the first dimension longer than 1: every key their windows hold."
     k = next((k for k, s in enumerate(structure_size) if s > 1), 0)  # the dimensions before it have size 1
-    N, st, h = math.prod(structure_size), math.prod(structure_size[k + 1:]), (span_size[k] - 1) // 2
+    N, st, h = math.prod(structure_size), math.prod(structure_size[k + 1 :]), (span_size[k] - 1) // 2
     return max(q0 // st - h, 0) * st, min((min(q1, N) - 1) // st + h + 1, structure_size[k]) * st
 
-def key_blocks(q0: int, q1: int, structure_size: Sequence[int], span_size: Sequence[int],
-               block: int # keys per block
-              ) -> list[slice]: # from the start of key_range; the last may pass its end
+
+def key_blocks(
+    q0: int,
+    q1: int,
+    structure_size: Sequence[int],
+    span_size: Sequence[int],
+    block: int,  # keys per block
+) -> list[slice]:  # from the start of key_range; the last may pass its end
     "The blocks of keys the queries q0 ... q1 - 1 visit: key_range cut into blocks of `block` tokens."
     lo, hi = key_range(q0, q1, structure_size, span_size)
     return [slice(start, start + block) for start in range(lo, hi, block)]

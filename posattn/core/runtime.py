@@ -21,11 +21,14 @@ def resolve_device(device: str) -> torch.device:
 # %% ../../nbs/05_core.runtime.ipynb #bc11dd80
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # mallopt's parameter numbers in glibc's malloc.h
 
+
 def keep_freed_memory() -> bool:
     "Make glibc keep freed memory for reuse (no mmap, no trimming); True when set, False without glibc's mallopt."
-    try: mallopt = ctypes.CDLL(None).mallopt  # the C library this process already runs on
-    except (OSError, AttributeError): return False
-    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2 ** 31 - 1))
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this process already runs on
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
 
 # %% ../../nbs/05_core.runtime.ipynb #fad66473
 def atomic_save(obj, path: str | Path, save=torch.save):
@@ -34,21 +37,29 @@ def atomic_save(obj, path: str | Path, save=torch.save):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + '.', suffix='.tmp')
     try:
-        with os.fdopen(fd, 'wb') as f: save(obj, f)
-        umask = os.umask(0); os.umask(umask)
+        with os.fdopen(fd, 'wb') as f:
+            save(obj, f)
+        umask = os.umask(0)
+        os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; give it the usual permissions
         os.replace(tmp, path)
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
         if _disk_full(e, path.parent):  # one line, not torch's "unexpected pos" deep inside a traceback
-            raise OSError(errno.ENOSPC, f"no space left on the device of {path.parent} while writing {path.name}: "
-                                        "free some space (or write elsewhere) and rerun; what was written before is kept") from None
+            raise OSError(
+                errno.ENOSPC,
+                f"no space left on the device of {path.parent} while writing {path.name}: "
+                "free some space (or write elsewhere) and rerun; what was written before is kept",
+            ) from None
         raise
+
 
 def _disk_full(e: BaseException, folder: Path) -> bool:
     "Whether `e` is a write that failed for want of space (torch.save reports it as an 'unexpected pos' RuntimeError)."
-    if isinstance(e, OSError) and e.errno == errno.ENOSPC: return True
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+        return True
     return isinstance(e, RuntimeError) and 'unexpected pos' in str(e) and shutil.disk_usage(folder).free < 1 << 20
+
 
 def atomic_write_text(text: str, path: str | Path) -> Path:
     "Write `text` to `path` atomically (the same temporary-file-then-rename as `atomic_save`)."
@@ -56,10 +67,12 @@ def atomic_write_text(text: str, path: str | Path) -> Path:
     return Path(path)
 
 # %% ../../nbs/05_core.runtime.ipynb #e517882f
-def code_version(root: Path | str | None = None # a source tree; None: the installed posattn package
-                ) -> str: # 12 hex digits
+def code_version(
+    root: Path | str | None = None,  # a source tree; None: the installed posattn package
+) -> str:  # 12 hex digits
     "A fingerprint of the code: sha1 over the names and contents of every .py file under `root`."
     import posattn
+
     root, h = Path(root or Path(posattn.__file__).parent), hashlib.sha1()
     for f in sorted(f for f in root.rglob('*.py') if '__pycache__' not in f.parts):
         h.update(f.relative_to(root).as_posix().encode() + b'\0' + f.read_bytes() + b'\0')
@@ -70,4 +83,3 @@ def markdown_table(head: Sequence, rows: Iterable[Sequence]) -> str:
     "A Markdown table: the header, the separator, one line per row; cells as `str` gives them. Every table of the experiment side and the benchmarks is written here."
     line = lambda cells: '| ' + ' | '.join(map(str, cells)) + ' |'
     return '\n'.join([line(head), '|' + '---|' * len(head)] + [line(r) for r in rows])
-

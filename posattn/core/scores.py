@@ -14,11 +14,13 @@ import torch
 from torch import Tensor
 
 # %% ../../nbs/01_core.scores.ipynb #a64da883
-def relative_scores(q: Tensor, k: Tensor, # [B, H, N, d_H]
-                    u: Tensor, # content bias [H, d_H]
-                    v: Tensor | None = None, # positional bias [H, d_H]
-                    p: Tensor | None = None, # relative encodings of every pair [N, N, H, d_H]
-                   ) -> Tensor: # scores [B, H, N, N]
+def relative_scores(
+    q: Tensor,
+    k: Tensor,  # [B, H, N, d_H]
+    u: Tensor,  # content bias [H, d_H]
+    v: Tensor | None = None,  # positional bias [H, d_H]
+    p: Tensor | None = None,  # relative encodings of every pair [N, N, H, d_H]
+) -> Tensor:  # scores [B, H, N, N]
     "Formula 1: content attention + content bias (+ positional attention + positional bias when `p` is given)."
     a = q @ k.transpose(-2, -1) + torch.einsum('hd,bhkd->bhk', u, k)[:, :, None, :]
     if p is not None:
@@ -26,20 +28,25 @@ def relative_scores(q: Tensor, k: Tensor, # [B, H, N, d_H]
     return a
 
 # %% ../../nbs/01_core.scores.ipynb #7ee6fa96
-def attention_logits(a: Tensor, # scores [..., N_q, N_k]
-                     d_head: int, # d_H, for the 1/sqrt(d_H) scaling
-                     g: Tensor | None = None, # Gaussian weights, broadcastable to `a`
-                     mask: Tensor | None = None, # True where the key is inside the span, broadcastable to `a`
-                     bias: Tensor | None = None, # added after the scaling (relative biases), broadcastable to `a`
-                    ) -> Tensor: # the softmax's inputs [..., N_q, N_k]
+def attention_logits(
+    a: Tensor,  # scores [..., N_q, N_k]
+    d_head: int,  # d_H, for the 1/sqrt(d_H) scaling
+    g: Tensor | None = None,  # Gaussian weights, broadcastable to `a`
+    mask: Tensor | None = None,  # True where the key is inside the span, broadcastable to `a`
+    bias: Tensor | None = None,  # added after the scaling (relative biases), broadcastable to `a`
+) -> Tensor:  # the softmax's inputs [..., N_q, N_k]
     "Algorithm 8: multiply by `g`, scale by 1/sqrt(d_head), add `bias`, set keys outside `mask` to -inf."
-    if g is not None: a = a * g
+    if g is not None:
+        a = a * g
     a = a / math.sqrt(d_head)
-    if bias is not None: a = a + bias
+    if bias is not None:
+        a = a + bias
     return a.masked_fill(~mask, float('-inf')) if mask is not None else a
 
-def attention_weights(a: Tensor, d_head: int, g: Tensor | None = None, mask: Tensor | None = None,
-                      bias: Tensor | None = None) -> Tensor: # softmax weights [..., N_q, N_k]
+
+def attention_weights(
+    a: Tensor, d_head: int, g: Tensor | None = None, mask: Tensor | None = None, bias: Tensor | None = None
+) -> Tensor:  # softmax weights [..., N_q, N_k]
     "Algorithm 8 then softmax: the softmax of `attention_logits` over the keys."
     return attention_logits(a, d_head, g, mask, bias).softmax(-1)
 
@@ -48,23 +55,31 @@ def may_read(x: Tensor) -> bool:
     "Whether a check may read a value of `x` back to Python: eagerly on the CPU, not on a GPU (a sync) or under torch.compile (a graph break)."
     return x.device.type == 'cpu' and not torch.compiler.is_compiling()
 
-def nonfinite_part(value: Tensor, # values [..., N_k, d_H]
-                    inside: Tensor # True where the key is in the query's window [..., N_q, N_k]
-                   ) -> Tensor: # [..., N_q, d_H], float32
+
+def nonfinite_part(
+    value: Tensor,  # values [..., N_k, d_H]
+    inside: Tensor,  # True where the key is in the query's window [..., N_q, N_k]
+) -> Tensor:  # [..., N_q, d_H], float32
     "What the non-finite values inside each window add to a weighted sum: 0, ±inf, or NaN (a NaN, or both infinities), counted with no value read back."
     f = torch.float32
     with torch.autocast(value.device.type, enabled=False):  # 0/1 products: exact counts in float32
         kinds = torch.cat([value.isnan(), value == math.inf, value == -math.inf], -1).to(f)
         nan, up, down = (inside.to(f) @ kinds).chunk(3, -1)
-    return torch.where((nan > 0) | ((up > 0) & (down > 0)), math.nan,
-                       torch.where(up > 0, math.inf, torch.where(down > 0, -math.inf, 0.)))
+    return torch.where(
+        (nan > 0) | ((up > 0) & (down > 0)),
+        math.nan,
+        torch.where(up > 0, math.inf, torch.where(down > 0, -math.inf, 0.0)),
+    )
 
-def weighted_sum(w: Tensor, # attention weights [..., N_q, N_k], zero outside the window
-                 value: Tensor, # values [..., N_k, d_H] (leading dimensions broadcast with w's)
-                 inside: Tensor | None = None, # True where the key is in the query's window, broadcastable to w
-                 product: Callable[[Tensor, Tensor], Tensor] = torch.matmul, # how to multiply w by value (same result)
-                ) -> Tensor: # [..., N_q, d_H]
+
+def weighted_sum(
+    w: Tensor,  # attention weights [..., N_q, N_k], zero outside the window
+    value: Tensor,  # values [..., N_k, d_H] (leading dimensions broadcast with w's)
+    inside: Tensor | None = None,  # True where the key is in the query's window, broadcastable to w
+    product: Callable[[Tensor, Tensor], Tensor] = torch.matmul,  # how to multiply w by value (same result)
+) -> Tensor:  # [..., N_q, d_H]
     "`w @ value`, where keys outside `inside` take no part, not even as 0 * NaN: a non-finite value reaches only the queries whose window holds it."
-    if inside is None or (may_read(value) and bool(torch.isfinite(value).all())): return product(w, value)
+    if inside is None or (may_read(value) and bool(torch.isfinite(value).all())):
+        return product(w, value)
     out = product(w, value.masked_fill(~torch.isfinite(value), 0))  # the finite values, with plain arithmetic
     return out + nonfinite_part(value, inside).to(out.dtype)

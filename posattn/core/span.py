@@ -14,16 +14,24 @@ from numbers import Integral, Real
 from typing import Sequence
 import torch
 from torch import nn, Tensor
-from .geometry import (check_structure_size, fixed_reference, normalise, relative_offsets, relative_size,
-                                   scale_size)
+from posattn.core.geometry import (
+    check_structure_size,
+    fixed_reference,
+    normalise,
+    relative_offsets,
+    relative_size,
+    scale_size,
+)
 
 # %% ../../nbs/03_core.span.ipynb #43980d5a
 SIGMA_MIN = 1e-6  # |sigma| is held at least this large: below it G is already the limit sigma -> 0
 
-def gaussian(offsets: Tensor, # integer offsets [..., n]
-             structure_size: Sequence[int],
-             sigma: Tensor # [n]
-            ) -> Tensor: # [...] in sigma's dtype
+
+def gaussian(
+    offsets: Tensor,  # integer offsets [..., n]
+    structure_size: Sequence[int],
+    sigma: Tensor,  # [n]
+) -> Tensor:  # [...] in sigma's dtype
     "Formula 2: exp(-0.5 sum_k (x_k / sigma_k)^2) at the normalised `offsets`, |sigma| held at SIGMA_MIN or more."
     x = normalise(offsets, structure_size, sigma.dtype)
     return torch.exp(-0.5 * (x / sigma.abs().clamp_min(SIGMA_MIN)).square().sum(-1))
@@ -34,21 +42,28 @@ def _read_sigma(sigma: Tensor) -> list[float]:
     "|sigma| as G uses it, read into Python (the one read of the span: the window's size shapes what follows)."
     return sigma.detach().abs().clamp_min(SIGMA_MIN).tolist()
 
-def span_size(sigma: Tensor, # [n]
-              threshold: float, # t in [0, 1); 0 means no threshold
-              structure_size: Sequence[int],
-              reference_size: Sequence[int] | None = None # the fixed scale's R; None: coordinates over S itself
-             ) -> tuple[int, ...]:
+
+def span_size(
+    sigma: Tensor,  # [n]
+    threshold: float,  # t in [0, 1); 0 means no threshold
+    structure_size: Sequence[int],
+    reference_size: Sequence[int] | None = None,  # the fixed scale's R; None: coordinates over S itself
+) -> tuple[int, ...]:
     "Algorithm 6: the odd window size along each dimension where G stays above `threshold`, at most 2S - 1."
     full = relative_size(structure_size)
-    if threshold <= 0: return full
+    if threshold <= 0:
+        return full
     sig = _read_sigma(sigma)
     if any(math.isnan(x) for x in sig):
-        raise ValueError(f"sigma={sigma.detach().tolist()} holds a NaN: the span's parameter diverged (a NaN gradient "
-                         "or update upstream), so its window is undefined")
+        raise ValueError(
+            f"sigma={sigma.detach().tolist()} holds a NaN: the span's parameter diverged (a NaN gradient "
+            "or update upstream), so its window is undefined"
+        )
     x_star = [math.sqrt(-2 * math.log(threshold)) * x for x in sig]
-    return tuple(min(2 * math.ceil(x * (s - 1)) + 1, r) if math.isfinite(x) else r
-                 for x, s, r in zip(x_star, scale_size(structure_size, reference_size), full))
+    return tuple(
+        min(2 * math.ceil(x * (s - 1)) + 1, r) if math.isfinite(x) else r
+        for x, s, r in zip(x_star, scale_size(structure_size, reference_size), full)
+    )
 
 # %% ../../nbs/03_core.span.ipynb #81abf97a
 def check_span_args(threshold: float, init_sigma: float):
@@ -59,12 +74,17 @@ def check_span_args(threshold: float, init_sigma: float):
     if not (real(init_sigma) and 0 < init_sigma < math.inf):
         raise ValueError(f"init_sigma={init_sigma!r} must be a finite positive number")
 
+
 class DifferentiableSpan(nn.Module):
     "A learned Gaussian of the relative offset (sigma per dimension) and its thresholded window."
-    def __init__(self, dims: int, # positional dimensions n
-                 init_sigma: float = 0.3, # initial sigma in every dimension
-                 threshold: float = 0., # t in [0, 1); 0 means no threshold
-                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed'; None: the paper's coordinates
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        init_sigma: float = 0.3,  # initial sigma in every dimension
+        threshold: float = 0.0,  # t in [0, 1); 0 means no threshold
+        reference_size: Sequence[int] | None = None,
+    ):  # R of coordinates='fixed'; None: the paper's coordinates
         """The differentiable span of one attention layer.
 
         dims: positional dimensions n, one sigma each; init_sigma: initial sigma in every dimension (default 0.3,
@@ -85,15 +105,20 @@ class DifferentiableSpan(nn.Module):
         "The Gaussian at the integer `offsets` [..., n]."
         return gaussian(offsets, scale_size(structure_size, self.reference_size), self.sigma)
 
-    def extra_repr(self) -> str: return f"sigma={self.sigma.tolist()}, threshold={self.threshold}"
+    def extra_repr(self) -> str:
+        return f"sigma={self.sigma.tolist()}, threshold={self.threshold}"
 
 # %% ../../nbs/03_core.span.ipynb #89d9e84f
 class CovarianceSpan(nn.Module):
     "A learned Gaussian of the offset with a full covariance L L^T, and the smallest window that holds its ellipse."
-    def __init__(self, dims: int, # positional dimensions n
-                 init_sigma: float = 0.3, # initial sigma in every dimension: L = init_sigma * I
-                 threshold: float = 0., # t in [0, 1); 0 means no threshold
-                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed'; None: the paper's coordinates
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        init_sigma: float = 0.3,  # initial sigma in every dimension: L = init_sigma * I
+        threshold: float = 0.0,  # t in [0, 1); 0 means no threshold
+        reference_size: Sequence[int] | None = None,
+    ):  # R of coordinates='fixed'; None: the paper's coordinates
         """The differentiable span with a general covariance (L lower-triangular, positive diagonal).
 
         dims: positional dimensions n; init_sigma: the starting L = init_sigma * I, today's span (0.3); threshold: t in
@@ -125,12 +150,14 @@ class CovarianceSpan(nn.Module):
         x = normalise(offsets, scale_size(structure_size, self.reference_size), L.dtype)
         return torch.exp(-0.5 * (x @ inv.T).square().sum(-1))
 
-    def extra_repr(self) -> str: return f"L={self.cholesky().tolist()}, threshold={self.threshold}"
+    def extra_repr(self) -> str:
+        return f"L={self.cholesky().tolist()}, threshold={self.threshold}"
 
 # %% ../../nbs/03_core.span.ipynb #d5f11d29
 def _axis_fraction(arm, s: int):
     "Share of an axis' s x s (query, key) pairs at most `arm` positions apart, for 0 <= arm <= s - 1."
-    return ((2 * arm + 1) * s - arm * (arm + 1)) / s ** 2  # offset d occurs s - |d| times
+    return ((2 * arm + 1) * s - arm * (arm + 1)) / s**2  # offset d occurs s - |d| times
+
 
 def pairs_kept(span_size: Sequence[int], structure_size: Sequence[int]) -> float:
     "Share of the N x N (query, key) pairs whose key lies inside the query's SpanSize window."
@@ -140,29 +167,38 @@ def pairs_kept(span_size: Sequence[int], structure_size: Sequence[int]) -> float
 # %% ../../nbs/03_core.span.ipynb #a3c0c18e
 SPAN_CLASSES = (DifferentiableSpan, CovarianceSpan)  # the modules that hold a span
 
+
 def _smooth_axis(arm: Tensor, s: int) -> Tensor:
     "_axis_fraction at a real `arm`; past the grid's edge (arm > s - 1) continued by its slope there, 1 / s^2."
-    if s == 1: return torch.ones_like(arm)  # one position: every window keeps its one pair
+    if s == 1:
+        return torch.ones_like(arm)  # one position: every window keeps its one pair
     inside = arm.clamp(max=s - 1)
-    return _axis_fraction(inside, s) + (arm - inside) / s ** 2
+    return _axis_fraction(inside, s) + (arm - inside) / s**2
 
-def window_fraction(span: nn.Module, # a DifferentiableSpan or CovarianceSpan with a threshold
-                    structure_size: Sequence[int]
-                   ) -> Tensor: # 0-d, differentiable in the span's parameter
+
+def window_fraction(
+    span: nn.Module,  # a DifferentiableSpan or CovarianceSpan with a threshold
+    structure_size: Sequence[int],
+) -> Tensor:  # 0-d, differentiable in the span's parameter
     "The share of (query, key) pairs inside `span`'s window, smooth in sigma: pairs_kept at the arm before rounding up."
     if not span.threshold > 0:
-        raise ValueError("this span has threshold=0, no window: every pair is computed whatever sigma, so there is "
-                         "nothing to measure; a span cost needs a span with a threshold (e.g. span_2d_threshold)")
+        raise ValueError(
+            "this span has threshold=0, no window: every pair is computed whatever sigma, so there is "
+            "nothing to measure; a span cost needs a span with a threshold (e.g. span_2d_threshold)"
+        )
     S = check_structure_size(structure_size, len(span.sigma))
     sigma = span.sigma.abs().clamp_min(SIGMA_MIN)
     steps = torch.tensor([r - 1 for r in scale_size(S, span.reference_size)], dtype=sigma.dtype, device=sigma.device)
     arms = math.sqrt(-2 * math.log(span.threshold)) * sigma * steps  # x*_k (R_k - 1) positions: Algorithm 6 before ceil
     return math.prod(_smooth_axis(arms[k], s) for k, s in enumerate(S))
 
-def mean_window_fraction(model: nn.Module, # holds one span module per attention layer
-                         structure_size: Sequence[int] # the grid its attention sees
-                        ) -> Tensor: # 0-d, differentiable
+
+def mean_window_fraction(
+    model: nn.Module,  # holds one span module per attention layer
+    structure_size: Sequence[int],  # the grid its attention sees
+) -> Tensor:  # 0-d, differentiable
     "The span cost's measure: window_fraction averaged over the span modules of `model`."
     spans = [m for m in model.modules() if isinstance(m, SPAN_CLASSES)]
-    if not spans: raise ValueError(f"{type(model).__name__} holds no span: a span cost needs a model with a span")
+    if not spans:
+        raise ValueError(f"{type(model).__name__} holds no span: a span cost needs a model with a span")
     return torch.stack([window_fraction(s, structure_size) for s in spans]).mean()

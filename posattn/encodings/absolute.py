@@ -25,37 +25,51 @@ def _check_absolute(d: int, dims: int):
     if d % 2 or d // 2 < dims:
         raise ValueError(f"d={d} must be even with at least one sine-cosine pair per coordinate (dims={dims})")
 
+
 class SinusoidalPositions(Encoding, nn.Module):
     "Fixed sinusoids of each coordinate of the position (d/2 pairs shared out over the coordinates), added to the tokens."
+
     relative = False  # added to the tokens
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64): # features of the tokens
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,
+    ):  # features of the tokens
         super().__init__()
         _check_absolute(d, dims)
         self.dims, self.d = dims, d
 
-    def encodings(self, structure_size: Sequence[int], dtype=torch.float32, device=None) -> Tensor: # [N, d]
+    def encodings(self, structure_size: Sequence[int], dtype=torch.float32, device=None) -> Tensor:  # [N, d]
         "The code pi_t of every token of `structure_size`."
         pos = positions(structure_size, device).to(dtype)
         return torch.cat([sinusoids(pos[:, k], 2 * p) for k, p in enumerate(pairs_per_axis(self.d, self.dims))], -1)
 
-    def forward(self, x: Tensor, # tokens [B, N, d]
-                structure_size: Sequence[int]) -> Tensor: # [B, N, d]
+    def forward(
+        self,
+        x: Tensor,  # tokens [B, N, d]
+        structure_size: Sequence[int],
+    ) -> Tensor:  # [B, N, d]
         "The tokens plus the code of their positions."
         _check_tokens(x, structure_size, self.dims, self.d)
         return x + self.encodings(structure_size, x.dtype, x.device)
 
+
 def _check_tokens(x: Tensor, structure_size, dims: int, d: int):
     S = list(structure_size)
-    if len(S) != dims: raise ValueError(f"structure_size={S} must have dims={dims} entries")
+    if len(S) != dims:
+        raise ValueError(f"structure_size={S} must have dims={dims} entries")
     if x.dim() != 3 or x.shape[1] != math.prod(S) or x.shape[2] != d:
         raise ValueError(f"x must be [B, N={math.prod(S)}, d={d}] for structure_size={S}; got {tuple(x.shape)}")
 
 # %% ../../nbs/12_encodings.absolute.ipynb #7f3b2bf6
 _RESAMPLE = {1: 'linear', 2: 'bicubic', 3: 'trilinear'}  # timm's bicubic for images; PyTorch's linear modes otherwise
 
-def _resampled(table: Tensor, # [*S, d]
-               structure_size: tuple[int, ...]) -> Tensor: # [*structure_size, d]
+
+def _resampled(
+    table: Tensor,  # [*S, d]
+    structure_size: tuple[int, ...],
+) -> Tensor:  # [*structure_size, d]
     "`table` resampled to `structure_size`: F.interpolate with timm's settings (bicubic, antialiased, in float32) in 2-D."
     if len(structure_size) not in _RESAMPLE:
         raise ValueError(f"structure_size={list(structure_size)}: a learned table resamples in 1 to 3 dimensions")
@@ -64,29 +78,43 @@ def _resampled(table: Tensor, # [*S, d]
     y = F.interpolate(x, size=structure_size, mode=mode, align_corners=False, antialias=mode == 'bicubic')
     return y[0].movedim(0, -1).to(table.dtype)
 
+
 class LearnedPositions(Encoding, nn.Module):
     "A learned vector per position of a fixed structure (a table [*S, d]), added to the tokens."
+
     relative = False  # added to the tokens
-    def __init__(self, structure_size: Sequence[int], # S: the table has one entry per position
-                 d: int = 64, # features of the tokens
-                 init_std: float = 0.02): # standard deviation of the (truncated normal) initial entries
+
+    def __init__(
+        self,
+        structure_size: Sequence[int],  # S: the table has one entry per position
+        d: int = 64,  # features of the tokens
+        init_std: float = 0.02,
+    ):  # standard deviation of the (truncated normal) initial entries
         super().__init__()
         S = list(check_structure_size(structure_size))
         check_positive('init_std', init_std)
         self.structure_size, self.dims, self.d = tuple(S), len(S), d
-        self.table = nn.Parameter(nn.init.trunc_normal_(torch.empty(*S, d), std=init_std, a=-2 * init_std, b=2 * init_std))
+        self.table = nn.Parameter(
+            nn.init.trunc_normal_(torch.empty(*S, d), std=init_std, a=-2 * init_std, b=2 * init_std)
+        )
 
-    def encodings(self, structure_size: Sequence[int]) -> Tensor: # [N, d]
+    def encodings(self, structure_size: Sequence[int]) -> Tensor:  # [N, d]
         "The learned code of every token: the table itself, or resampled to another grid as timm resamples its own."
         S = tuple(structure_size)
         if len(S) != self.dims:
-            raise ValueError(f"structure_size={list(S)} has {len(S)} dimension(s); this learned table was built over "
-                             f"{list(self.structure_size)}, {self.dims}-D, and resamples only to {self.dims}-D grids")
-        if S == self.structure_size: return self.table.reshape(-1, self.d)
+            raise ValueError(
+                f"structure_size={list(S)} has {len(S)} dimension(s); this learned table was built over "
+                f"{list(self.structure_size)}, {self.dims}-D, and resamples only to {self.dims}-D grids"
+            )
+        if S == self.structure_size:
+            return self.table.reshape(-1, self.d)
         return _resampled(self.table, S).reshape(-1, self.d)
 
-    def forward(self, x: Tensor, # tokens [B, N, d]
-                structure_size: Sequence[int]) -> Tensor: # [B, N, d]
+    def forward(
+        self,
+        x: Tensor,  # tokens [B, N, d]
+        structure_size: Sequence[int],
+    ) -> Tensor:  # [B, N, d]
         "The tokens plus the learned code of their positions."
         _check_tokens(x, structure_size, self.dims, self.d)
         return x + self.encodings(structure_size).to(x.dtype)

@@ -15,22 +15,29 @@ from .encoding import Encoding
 from .terms import PositionTerms
 
 # %% ../../nbs/18_encodings.alibi.ipynb #d5be9640
-def alibi_slopes(heads: int) -> Tensor: # [H]
+def alibi_slopes(heads: int) -> Tensor:  # [H]
     "m_h = 2^(-8h/H) for h = 1 .. H."
     return 2 ** (-8 * torch.arange(1, heads + 1, dtype=torch.float64) / heads)
 
+
 class AlibiEncoding(Encoding, nn.Module):
     "ALiBi: a fixed per-head slope times the (Euclidean) distance between query and key, subtracted from the logits."
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features of the layer (unused)
-                 heads: int = 8): # H: one slope each
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features of the layer (unused)
+        heads: int = 8,
+    ):  # H: one slope each
         super().__init__()
         self.dims, self.heads = dims, heads
         self.register_buffer('slopes', alibi_slopes(heads).float(), persistent=False)
 
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "The bias slot: -m_h ||delta|| [..., H]."
+
         def bias(off):
             dist = off.to(self.slopes.dtype).square().sum(-1, keepdim=True).sqrt()
             return -dist * self.slopes
+
         return PositionTerms(bias=bias)

@@ -18,43 +18,64 @@ from ..core.checks import check_int
 from ..core.geometry import fixed_reference, normalise, scale_size
 
 # %% ../../nbs/14_encodings.bias.ipynb #5a415c57
-def t5_bucket(offsets: Tensor, # integer offsets [..., 1] (key minus query)
-              buckets: int = 32, # B in all: B/2 for keys before the query, B/2 after
-              max_distance: int = 128 # distances from here on share the last bucket
-             ) -> Tensor: # long [...] in [0, buckets)
+def t5_bucket(
+    offsets: Tensor,  # integer offsets [..., 1] (key minus query)
+    buckets: int = 32,  # B in all: B/2 for keys before the query, B/2 after
+    max_distance: int = 128,  # distances from here on share the last bucket
+) -> Tensor:  # long [...] in [0, buckets)
     "T5's bucket of each 1-D offset: exact for small distances, logarithmic up to `max_distance`, one half per side."
     delta = offsets[..., 0]
     half = buckets // 2
     exact = half // 2
     dist = delta.abs()
-    far = exact + (torch.log(dist.clamp(min=exact).double() / exact) / math.log(max_distance / exact)
-                   * (half - exact)).floor().long()
+    far = (
+        exact
+        + (torch.log(dist.clamp(min=exact).double() / exact) / math.log(max_distance / exact) * (half - exact))
+        .floor()
+        .long()
+    )
     return (delta > 0).long() * half + torch.where(dist < exact, dist, far.clamp(max=half - 1))
 
 # %% ../../nbs/14_encodings.bias.ipynb #63804185
 class RelativeBias(Encoding, nn.Module):
     "A learned scalar per head and offset, added to the logits: a table over clipped offsets, or T5's buckets in 1-D."
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features of the layer (unused: the bias is a scalar)
-                 heads: int = 8, # H: one table per head
-                 max_offset: int | Sequence[int] = 16, # k of the clipped table (or one k per dimension)
-                 buckets: int | None = None, # T5's buckets (1-D only); None: the clipped table
-                 max_distance: int = 128, # T5: distances from here on share the last bucket
-                 init_std: float = 0.02): # standard deviation of the initial entries
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features of the layer (unused: the bias is a scalar)
+        heads: int = 8,  # H: one table per head
+        max_offset: int | Sequence[int] = 16,  # k of the clipped table (or one k per dimension)
+        buckets: int | None = None,  # T5's buckets (1-D only); None: the clipped table
+        max_distance: int = 128,  # T5: distances from here on share the last bucket
+        init_std: float = 0.02,
+    ):  # standard deviation of the initial entries
         super().__init__()
         max_offset = check_max_offset(max_offset, dims)
         if buckets is not None:
-            if dims != 1: raise ValueError(f"buckets={buckets} are T5's 1-D buckets, but dims={dims}: use buckets=None (the clipped table)")
+            if dims != 1:
+                raise ValueError(
+                    f"buckets={buckets} are T5's 1-D buckets, but dims={dims}: use buckets=None (the clipped table)"
+                )
             if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 4 or buckets % 4:
-                raise ValueError(f"buckets={buckets!r} must be a multiple of 4 (two halves, each half exact and half logarithmic)")
+                raise ValueError(
+                    f"buckets={buckets!r} must be a multiple of 4 (two halves, each half exact and half logarithmic)"
+                )
             if not (isinstance(max_distance, int) and max_distance > buckets // 4):
                 raise ValueError(f"max_distance={max_distance!r} must be an integer above buckets/4={buckets // 4}")
-        self.dims, self.heads, self.max_offset, self.buckets, self.max_distance = dims, heads, max_offset, buckets, max_distance
+        self.dims, self.heads, self.max_offset, self.buckets, self.max_distance = (
+            dims,
+            heads,
+            max_offset,
+            buckets,
+            max_distance,
+        )
         self.table = learned_table(buckets if buckets else table_size(dims, max_offset), heads, init_std)
 
-    def index(self, offsets: Tensor) -> Tensor: # long [...]
+    def index(self, offsets: Tensor) -> Tensor:  # long [...]
         "The table entry of each offset."
-        if self.buckets: return t5_bucket(offsets, self.buckets, self.max_distance)
+        if self.buckets:
+            return t5_bucket(offsets, self.buckets, self.max_distance)
         return table_index(offsets, self.max_offset)
 
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
@@ -64,12 +85,17 @@ class RelativeBias(Encoding, nn.Module):
 # %% ../../nbs/14_encodings.bias.ipynb #4e25faa8
 class ContinuousBias(Encoding, nn.Module):
     "A continuous relative bias (after Swin V2): a ReLU network from the normalised offset to one scalar per head."
+
     scaled = True  # reads offsets over a size: coordinates apply
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features of the layer (unused: the bias is a scalar)
-                 heads: int = 8, # H: one output per head
-                 hidden: int = 64, # width of the hidden layer
-                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed'; None: over the grid at hand
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features of the layer (unused: the bias is a scalar)
+        heads: int = 8,  # H: one output per head
+        hidden: int = 64,  # width of the hidden layer
+        reference_size: Sequence[int] | None = None,
+    ):  # R of coordinates='fixed'; None: over the grid at hand
         super().__init__()
         hidden = check_int('hidden', hidden)
         self.mlp = nn.Sequential(nn.Linear(dims, hidden), nn.ReLU(), nn.Linear(hidden, heads))

@@ -27,11 +27,21 @@ from .comrope import CommutingRotaryEncoding
 from .alibi import AlibiEncoding
 
 # %% ../../nbs/19_encodings.catalogue.ipynb #415b86c2
-ENCODING_CLASSES = {**PAPER_CLASSES,  # name -> its class, which says what it is: adding an encoding is a class and one line here
-    'shaw': ShawEncoding, 'rel_bias': RelativeBias, 'multiplicative': RelativeFactor, 'deberta': DisentangledEncoding,
-    'rope': RotaryEncoding, 'alibi': AlibiEncoding, 'mlp_bias': ContinuousBias, 'rope_mixed': MixedRotaryEncoding,
-    'liere': LieRotaryEncoding, 'comrope': CommutingRotaryEncoding,
-    'sinusoidal': SinusoidalPositions, 'learned': LearnedPositions}
+ENCODING_CLASSES = {
+    **PAPER_CLASSES,  # name -> its class, which says what it is: adding an encoding is a class and one line here
+    'shaw': ShawEncoding,
+    'rel_bias': RelativeBias,
+    'multiplicative': RelativeFactor,
+    'deberta': DisentangledEncoding,
+    'rope': RotaryEncoding,
+    'alibi': AlibiEncoding,
+    'mlp_bias': ContinuousBias,
+    'rope_mixed': MixedRotaryEncoding,
+    'liere': LieRotaryEncoding,
+    'comrope': CommutingRotaryEncoding,
+    'sinusoidal': SinusoidalPositions,
+    'learned': LearnedPositions,
+}
 _named = lambda has: tuple(n for n, c in ENCODING_CLASSES.items() if has(c))  # the names whose class has it
 PAPER_ENCODINGS = _named(lambda c: c.paper)  # the paper's: a query-side encoding with Transformer-XL's v, or none
 RELATIVE_ENCODINGS = _named(lambda c: c.relative)  # what PositionalSelfAttention(pe=...) accepts
@@ -42,57 +52,75 @@ V_ENCODINGS = _named(lambda c: c.uses_v)  # those whose query-side term takes th
 ROTARY_ENCODINGS = _named(lambda c: c.rotates)  # those that turn queries and keys
 ENCODINGS = RELATIVE_ENCODINGS + tuple(ABSOLUTE)  # what the classifier accepts
 
+
 def _options(cls, options: dict, pe: str, fixed: Sequence[str]) -> dict:
     "`options` if every one is a keyword of `cls` (other than `fixed`); a ValueError naming the accepted ones otherwise."
     accepted = [p for p in inspect.signature(cls).parameters if p not in fixed]
     bad = sorted(set(options) - set(accepted))
-    if bad: raise ValueError(f"pe_options {bad} are not options of pe={pe!r}; it accepts {accepted}")
+    if bad:
+        raise ValueError(f"pe_options {bad} are not options of pe={pe!r}; it accepts {accepted}")
     return options
 
 # %% ../../nbs/19_encodings.catalogue.ipynb #5718c7cc
-def make_relative(pe: str, # one of RELATIVE_ENCODINGS
-                  dims: int, # positional dimensions n
-                  d: int = 64, # features of the layer
-                  heads: int = 8, # H
-                  pe_options: dict | None = None, # keyword arguments of the encoding's class (SIREN's hidden, w0, ... too)
-                  reference_size: Sequence[int] | None = None # R of coordinates='fixed' (SCALED_ENCODINGS only)
-                 ) -> nn.Module | None:
+def make_relative(
+    pe: str,  # one of RELATIVE_ENCODINGS
+    dims: int,  # positional dimensions n
+    d: int = 64,  # features of the layer
+    heads: int = 8,  # H
+    pe_options: dict | None = None,  # keyword arguments of the encoding's class (SIREN's hidden, w0, ... too)
+    reference_size: Sequence[int] | None = None,  # R of coordinates='fixed' (SCALED_ENCODINGS only)
+) -> nn.Module | None:
     "The relative encoding `pe` of one attention layer (None for 'none')."
     options = dict(pe_options or {})
     if pe in ABSOLUTE:
-        raise ValueError(f"pe={pe!r} is an absolute encoding: the Classifier adds it to the tokens before the first "
-                         f"block; an attention layer takes one of {RELATIVE_ENCODINGS}")
+        raise ValueError(
+            f"pe={pe!r} is an absolute encoding: the Classifier adds it to the tokens before the first "
+            f"block; an attention layer takes one of {RELATIVE_ENCODINGS}"
+        )
     check_choice('pe', pe, RELATIVE_ENCODINGS)
     cls = ENCODING_CLASSES[pe]
     if reference_size is not None and not cls.scaled:
-        raise ValueError(f"pe={pe!r} reads integer offsets, the same on every grid: reference_size applies to "
-                         f"{SCALED_ENCODINGS} (and the span) alone")
+        raise ValueError(
+            f"pe={pe!r} reads integer offsets, the same on every grid: reference_size applies to "
+            f"{SCALED_ENCODINGS} (and the span) alone"
+        )
     if cls.paper:  # built by their own notebook's make_encoding (the baseline is 1-D; 'none' is no module)
         return make_encoding(pe, dims, d, reference_size, **_options(cls, options, pe, ('n', 'd', 'reference_size')))
     scaled = dict(reference_size=reference_size) if reference_size is not None else {}
     return cls(dims, d, heads, **_options(cls, options, pe, ('dims', 'd', 'heads', 'reference_size')), **scaled)
 
-def make_absolute(pe: str, # one of ABSOLUTE
-                  structure_size: Sequence[int], # S of the classifier's input
-                  d: int = 64, # features of the tokens
-                  pe_options: dict | None = None) -> nn.Module:
+
+def make_absolute(
+    pe: str,  # one of ABSOLUTE
+    structure_size: Sequence[int],  # S of the classifier's input
+    d: int = 64,  # features of the tokens
+    pe_options: dict | None = None,
+) -> nn.Module:
     "The absolute encoding `pe`, added to the tokens of a structure of `structure_size`."
-    if pe not in ABSOLUTE: raise ValueError(f"pe={pe!r} is not an absolute encoding: one of {tuple(ABSOLUTE)}")
+    if pe not in ABSOLUTE:
+        raise ValueError(f"pe={pe!r} is not an absolute encoding: one of {tuple(ABSOLUTE)}")
     options = _options(ABSOLUTE[pe], dict(pe_options or {}), pe, ('dims', 'd', 'structure_size'))
-    if pe == 'sinusoidal': return SinusoidalPositions(len(structure_size), d, **options)
+    if pe == 'sinusoidal':
+        return SinusoidalPositions(len(structure_size), d, **options)
     return LearnedPositions(list(structure_size), d, **options)
 
 # %% ../../nbs/19_encodings.catalogue.ipynb #cd13a0be
-def relative_terms(encoding: nn.Module | None, # a module made by make_relative
-                   structure_size: Sequence[int],
-                   heads: int) -> PositionTerms:
+def relative_terms(
+    encoding: nn.Module | None,  # a module made by make_relative
+    structure_size: Sequence[int],
+    heads: int,
+) -> PositionTerms:
     "What `encoding` adds to the attention of a structure of `structure_size`."
-    if encoding is None: return PositionTerms()
-    if hasattr(encoding, 'terms'): return encoding.terms(structure_size)
+    if encoding is None:
+        return PositionTerms()
+    if hasattr(encoding, 'terms'):
+        return encoding.terms(structure_size)
     return PositionTerms(query=lambda off: encoding(off, structure_size).unflatten(-1, (heads, -1)))
 
 # %% ../../nbs/19_encodings.catalogue.ipynb #3041d57d
-def fixed_applies(pe: str | None, # an encoding's name (None: none)
-                  span: str = 'off') -> bool: # the block's span: 'off', 'gaussian' or 'covariance'
+def fixed_applies(
+    pe: str | None,  # an encoding's name (None: none)
+    span: str = 'off',
+) -> bool:  # the block's span: 'off', 'gaussian' or 'covariance'
     "Whether coordinates='fixed' changes anything for encoding `pe` with `span`: a scaled encoding or a span reads normalised offsets."
     return span != 'off' or pe in SCALED_ENCODINGS

@@ -22,8 +22,11 @@ def _times(a: Tensor, b: Tensor) -> Tensor:
     "a @ b of broadcast batches of small matrices."
     return a @ b
 
-def _powers(E: Tensor, # [..., b, b]
-            s: int) -> Tensor: # [s, ..., b, b]: E^0, E^1, ..., E^(s-1)
+
+def _powers(
+    E: Tensor,  # [..., b, b]
+    s: int,
+) -> Tensor:  # [s, ..., b, b]: E^0, E^1, ..., E^(s-1)
     "The first s powers of E, by doubling: log2(s) batched products."
     out, step = torch.eye(E.shape[-1], dtype=E.dtype, device=E.device).expand(1, *E.shape), E
     while out.shape[0] < s:
@@ -31,14 +34,20 @@ def _powers(E: Tensor, # [..., b, b]
         step = _times(step, step)
     return out[:s]
 
+
 class CommutingRotaryEncoding(Encoding, nn.Module):
     "ComRoPE-LD: each head's feature blocks turned by exp((theta_beta . p)(P_beta - P_beta^T)): commuting, exactly relative."
+
     rotates = True
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features of the layer
-                 heads: int = 8, # H
-                 block: int = 8, # b: features per rotation block; d/heads must be a multiple of it
-                 temperature: float = 10.): # T: block beta starts at speed T^(-beta / blocks)
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features of the layer
+        heads: int = 8,  # H
+        block: int = 8,  # b: features per rotation block; d/heads must be a multiple of it
+        temperature: float = 10.0,
+    ):  # T: block beta starts at speed T^(-beta / blocks)
         super().__init__()
         self.dims, self.heads, self.d_head = dims, heads, d // heads
         self.block = check_block(d, heads, block, 'ComRoPE')
@@ -46,13 +55,15 @@ class CommutingRotaryEncoding(Encoding, nn.Module):
         scale = block_scales(blocks, temperature)[:, None, None] / math.sqrt(2 * block)
         self.weight = nn.Parameter(torch.randn(heads, blocks, block, block) * scale)  # P of every head and block
         turn = random_rotation(dims, heads)  # [H, n, n]: the directions of each head
-        self.theta = nn.Parameter(turn[:, :, torch.arange(blocks) % dims].permute(1, 0, 2).contiguous())  # [n, H, blocks]
+        self.theta = nn.Parameter(
+            turn[:, :, torch.arange(blocks) % dims].permute(1, 0, 2).contiguous()
+        )  # [n, H, blocks]
 
-    def generators(self) -> Tensor: # [n, H, blocks, b, b]
+    def generators(self) -> Tensor:  # [n, H, blocks, b, b]
         "The commuting generators A_k = theta_k (P - P^T) of every head and block."
         return self.theta[..., None, None] * skew(self.weight)
 
-    def rotations(self, structure_size: Sequence[int]) -> Tensor: # [H, N, blocks, b, b]
+    def rotations(self, structure_size: Sequence[int]) -> Tensor:  # [H, N, blocks, b, b]
         "exp((theta . p)(P - P^T)) of every token: the product over dimensions of exp(theta_k (P - P^T)) to the power p_k."
         P, n = skew(self.weight), len(structure_size)
         R = None
@@ -61,6 +72,7 @@ class CommutingRotaryEncoding(Encoding, nn.Module):
             E = E.view(*(s if i == k else 1 for i in range(n)), *E.shape[1:])
             R = E if R is None else _times(R, E)
         return R.flatten(0, n - 1).transpose(0, 1)
+
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "The rotate slot, its rotations computed once for the call."
         R = self.rotations(structure_size)

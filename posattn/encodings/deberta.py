@@ -18,22 +18,29 @@ from .terms import PositionTerms, check_max_offset, table_index, table_size
 # %% ../../nbs/15a_encodings.deberta.ipynb #2f4cf2f2
 class DisentangledEncoding(Encoding, nn.Module):
     "DeBERTa: a table P of clipped offsets with its own key and query projections; c2p and p2c terms, scale 1/sqrt(3)."
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features of the layer (and of P)
-                 heads: int = 8, # H
-                 max_offset: int | Sequence[int] = 16): # k: offsets are clipped to [-k, k] per dimension (or one k per dimension)
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features of the layer (and of P)
+        heads: int = 8,  # H
+        max_offset: int | Sequence[int] = 16,
+    ):  # k: offsets are clipped to [-k, k] per dimension (or one k per dimension)
         super().__init__()
         max_offset = check_max_offset(max_offset, dims)
         self.dims, self.d, self.heads, self.max_offset = dims, d, heads, max_offset
         self.table = nn.Parameter(torch.randn(table_size(dims, max_offset), d))  # P
         self.key_proj, self.query_proj = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)  # Psi_k, Psi_q
-        for lin in (self.key_proj, self.query_proj): nn.init.xavier_uniform_(lin.weight)
+        for lin in (self.key_proj, self.query_proj):
+            nn.init.xavier_uniform_(lin.weight)
 
-    def _lookup(self, projected: Tensor, offsets: Tensor) -> Tensor: # [..., H, d_H]
+    def _lookup(self, projected: Tensor, offsets: Tensor) -> Tensor:  # [..., H, d_H]
         return projected[table_index(offsets, self.max_offset)].unflatten(-1, (self.heads, self.d // self.heads))
 
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "c2p in the query slot (P_delta Psi_k), p2c in the key slot (P_-delta Psi_q), scale 1/sqrt(3)."
-        return PositionTerms(query=lambda off: self._lookup(self.key_proj(self.table), off),
-                             key=lambda off: self._lookup(self.query_proj(self.table), -off),
-                             scale=1 / math.sqrt(3))
+        return PositionTerms(
+            query=lambda off: self._lookup(self.key_proj(self.table), off),
+            key=lambda off: self._lookup(self.query_proj(self.table), -off),
+            scale=1 / math.sqrt(3),
+        )

@@ -10,8 +10,9 @@ __all__ = ['Encoding']
 # %% ../../nbs/09_encodings.encoding.ipynb #b190e85d
 class Encoding:
     "What an encoding is, said by its class: a mixin of every encoding's module, read by the catalogue and the block."
-    relative: bool = True # acts inside the attention from offsets; False: absolute, added to the tokens
-    paper: bool = False # one of the paper's (Algorithms 3-5, or none)
-    uses_v: bool = False # its query-side term takes Transformer-XL's positional bias v (the paper's query slot)
-    scaled: bool = False # reads offsets normalised over a size: coordinates='fixed' applies, it takes reference_size
-    rotates: bool = False # turns queries and keys by their positions (RoPE's family)
+
+    relative: bool = True  # acts inside the attention from offsets; False: absolute, added to the tokens
+    paper: bool = False  # one of the paper's (Algorithms 3-5, or none)
+    uses_v: bool = False  # its query-side term takes Transformer-XL's positional bias v (the paper's query slot)
+    scaled: bool = False  # reads offsets normalised over a size: coordinates='fixed' applies, it takes reference_size
+    rotates: bool = False  # turns queries and keys by their positions (RoPE's family)

@@ -17,10 +17,14 @@ from .terms import PositionTerms, check_max_offset, table_index, table_size
 # %% ../../nbs/15_encodings.factor.ipynb #2fc80aa5
 class RelativeFactor(Encoding, nn.Module):
     "The survey's multiplicative encoding: a learned factor per head of the clipped distance |delta| multiplies the score."
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features of the layer (unused: the factor is a scalar)
-                 heads: int = 8, # H: one table per head
-                 max_offset: int | Sequence[int] = 16): # k: each distance is clipped at k per dimension (or one k per dimension)
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features of the layer (unused: the factor is a scalar)
+        heads: int = 8,  # H: one table per head
+        max_offset: int | Sequence[int] = 16,
+    ):  # k: each distance is clipped at k per dimension (or one k per dimension)
         super().__init__()
         max_offset = check_max_offset(max_offset, dims)
         self.dims, self.heads, self.max_offset = dims, heads, max_offset

@@ -21,27 +21,35 @@ def check_block(d: int, heads: int, block: int, name: str) -> int:
     "`block` checked: an int of at least 2 that divides the head width d/heads; a ValueError naming both otherwise."
     check_int('block', block, low=2)
     if (d // heads) % block:
-        raise ValueError(f"d/heads={d // heads} must be a multiple of block={block} for {name}: each head is cut into "
-                         f"rotation blocks of that many features")
+        raise ValueError(
+            f"d/heads={d // heads} must be a multiple of block={block} for {name}: each head is cut into "
+            f"rotation blocks of that many features"
+        )
     return block
 
-def block_scales(blocks: int, temperature: float) -> Tensor: # [blocks]
+
+def block_scales(blocks: int, temperature: float) -> Tensor:  # [blocks]
     "T^(-beta / blocks) for block beta: the starting speed of each block's rotations, fast to slow as in RoPE."
-    if not temperature > 1: raise ValueError(f"temperature={temperature!r} must be greater than 1")
+    if not temperature > 1:
+        raise ValueError(f"temperature={temperature!r} must be greater than 1")
     return temperature ** (-torch.arange(blocks, dtype=torch.float32) / blocks)
+
 
 def skew(w: Tensor) -> Tensor:
     "W - W^T over the last two axes: a skew-symmetric matrix (a generator of rotations)."
     return w - w.mT
+
 
 def matrix_exp(M: Tensor) -> Tensor:
     "exp of each of a batch of square matrices [..., b, b]."
     flat = M.reshape(-1, *M.shape[-2:]).contiguous()  # under torch.compile a strided batch breaks the kernel's view
     return torch.linalg.matrix_exp(flat).view(M.shape)
 
-def turn_blocks(x: Tensor, # queries or keys [B, H, N, d_H]
-                rotations: Tensor # [H, N, blocks, b, b], blocks * b = d_H
-               ) -> Tensor: # [B, H, N, d_H]
+
+def turn_blocks(
+    x: Tensor,  # queries or keys [B, H, N, d_H]
+    rotations: Tensor,  # [H, N, blocks, b, b], blocks * b = d_H
+) -> Tensor:  # [B, H, N, d_H]
     "Every block of b features of every token turned by its rotation."
     y = torch.einsum('hnkij,bhnkj->bhnki', rotations, x.unflatten(-1, (rotations.shape[2], -1)))
     return y.flatten(-2)
@@ -51,45 +59,61 @@ def _taylor_chunks(dtype: torch.dtype) -> int:
     "r: the Taylor polynomial's chunks of four terms (degree 4r - 1), enough for the dtype's rounding."
     return 5 if torch.finfo(dtype).eps < 1e-10 else 3
 
+
 @torch.compiler.disable  # the number of squarings is read from the data
-def taylor_exp(M: Tensor # [..., b, b]
-              ) -> Tensor: # [..., b, b]
+def taylor_exp(
+    M: Tensor,  # [..., b, b]
+) -> Tensor:  # [..., b, b]
     "exp of each of a batch of square matrices by scaling and squaring a Taylor polynomial: batched products only, autograd's backward too."
-    r = _taylor_chunks(M.dtype); m = 4 * r - 1
-    theta = (torch.finfo(M.dtype).eps / 2 * math.factorial(m + 1)) ** (1 / (m + 1))  # theta^(m+1) / (m+1)! = unit roundoff
-    norm = float(M.detach().abs().sum(-2).amax()) if M.numel() else 0.  # the largest 1-norm of the batch
+    r = _taylor_chunks(M.dtype)
+    m = 4 * r - 1
+    theta = (torch.finfo(M.dtype).eps / 2 * math.factorial(m + 1)) ** (
+        1 / (m + 1)
+    )  # theta^(m+1) / (m+1)! = unit roundoff
+    norm = float(M.detach().abs().sum(-2).amax()) if M.numel() else 0.0  # the largest 1-norm of the batch
     s = max(0, math.ceil(math.log2(norm / theta))) if norm > 0 else 0  # halvings: ||A / 2^s|| <= theta
     b = M.shape[-1]
-    A = (M / 2 ** s).reshape(-1, b, b).contiguous()  # [batch, b, b]: bmm's batched path
+    A = (M / 2**s).reshape(-1, b, b).contiguous()  # [batch, b, b]: bmm's batched path
     I = torch.eye(b, dtype=M.dtype, device=M.device)
-    A2 = A @ A; A3 = A2 @ A; A4 = A2 @ A2
+    A2 = A @ A
+    A3 = A2 @ A
+    A4 = A2 @ A2
     c = [1 / math.factorial(k) for k in range(4 * r)]  # Taylor's coefficients 1/k!
-    chunk = lambda j: c[4 * j] * I + c[4 * j + 1] * A + c[4 * j + 2] * A2 + c[4 * j + 3] * A3  # terms 4j to 4j + 3 over A^(4j)
+    chunk = lambda j: (
+        c[4 * j] * I + c[4 * j + 1] * A + c[4 * j + 2] * A2 + c[4 * j + 3] * A3
+    )  # terms 4j to 4j + 3 over A^(4j)
     X = chunk(r - 1)
-    for j in range(r - 2, -1, -1): X = torch.baddbmm(chunk(j), A4, X)  # Horner in A^4
-    for _ in range(s): X = X @ X  # exp(A) = exp(A / 2^s)^(2^s)
+    for j in range(r - 2, -1, -1):
+        X = torch.baddbmm(chunk(j), A4, X)  # Horner in A^4
+    for _ in range(s):
+        X = X @ X  # exp(A) = exp(A / 2^s)^(2^s)
     return X.view(M.shape)
 
 # %% ../../nbs/17b_encodings.liere.ipynb #24db16a2
 class LieRotaryEncoding(Encoding, nn.Module):
     "LieRE: each head's feature blocks turned by exp(sum_k p_k A_k), learned skew-symmetric generators per dimension."
+
     rotates = True
-    def __init__(self, dims: int, # positional dimensions n: one generator each
-                 d: int = 64, # features of the layer
-                 heads: int = 8, # H
-                 block: int = 8, # b: features per rotation block; d/heads must be a multiple of it
-                 temperature: float = 10.): # T: block beta starts at speed T^(-beta / blocks)
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n: one generator each
+        d: int = 64,  # features of the layer
+        heads: int = 8,  # H
+        block: int = 8,  # b: features per rotation block; d/heads must be a multiple of it
+        temperature: float = 10.0,
+    ):  # T: block beta starts at speed T^(-beta / blocks)
         super().__init__()
         self.dims, self.heads, self.d_head, self.block = dims, heads, d // heads, check_block(d, heads, block, 'LieRE')
         blocks = self.d_head // block
         scale = block_scales(blocks, temperature)[:, None, None] / math.sqrt(2 * block)
         self.weight = nn.Parameter(torch.randn(dims, heads, blocks, block, block) * scale)  # A_k = W_k - W_k^T
 
-    def generators(self) -> Tensor: # [n, H, blocks, b, b]
+    def generators(self) -> Tensor:  # [n, H, blocks, b, b]
         "The skew-symmetric generators A_k of every head and block."
         return skew(self.weight)
 
-    def rotations(self, structure_size: Sequence[int]) -> Tensor: # [H, N, blocks, b, b]
+    def rotations(self, structure_size: Sequence[int]) -> Tensor:  # [H, N, blocks, b, b]
         "exp(sum_k p_k A_k) of every token of the grid, per head and block."
         pos = positions(structure_size, self.weight.device).to(self.weight.dtype)
         M = torch.einsum('nk,khbij->hnbij', pos, self.generators())

@@ -19,12 +19,16 @@ from .terms import PositionTerms, pairs_per_axis, positions
 def check_rope(d: int, heads: int, dims: int):
     d_head = d // heads
     if d_head % 2 or d_head // 2 < dims:
-        raise ValueError(f"d/heads={d_head} must be even with at least one feature pair per coordinate (dims={dims}) "
-                         f"for RoPE")
+        raise ValueError(
+            f"d/heads={d_head} must be even with at least one feature pair per coordinate (dims={dims}) for RoPE"
+        )
 
-def turn_pairs(x: Tensor, # queries or keys [..., N, d_H]
-               cos: Tensor, sin: Tensor # of each token's pair angles [..., N, d_H / 2]
-              ) -> Tensor: # [..., N, d_H]
+
+def turn_pairs(
+    x: Tensor,  # queries or keys [..., N, d_H]
+    cos: Tensor,
+    sin: Tensor,  # of each token's pair angles [..., N, d_H / 2]
+) -> Tensor:  # [..., N, d_H]
     "Feature pair (2f, 2f + 1) of every token turned by its angle, given the angles' cosines and sines."
     x0, x1 = x.unflatten(-1, (-1, 2)).unbind(-1)
     return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).flatten(-2)
@@ -32,43 +36,59 @@ def turn_pairs(x: Tensor, # queries or keys [..., N, d_H]
 # %% ../../nbs/17_encodings.rope.ipynb #ro7a1b2c
 class RotaryEncoding(Encoding, nn.Module):
     "Axial RoPE: feature pairs of each head turned by angles linear in one coordinate each (pairs shared out over the coordinates)."
+
     rotates = True
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features of the layer
-                 heads: int = 8, # H: each head's d_H features form d_H/2 pairs
-                 base: float = 10000., # frequencies theta_f = base^(-f / pairs of the coordinate)
-                 frequencies: Sequence[float] | Tensor | None = None, # theta_f of every pair [d_H / 2]; None: base's
-                 start: float = 0., # the first position's coordinate along every axis (integers from 0 by default)
-                 rescale_to: Sequence[int] | None = None): # R: a grid S's positions (p_k + start) R_k / S_k
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features of the layer
+        heads: int = 8,  # H: each head's d_H features form d_H/2 pairs
+        base: float = 10000.0,  # frequencies theta_f = base^(-f / pairs of the coordinate)
+        frequencies: Sequence[float] | Tensor | None = None,  # theta_f of every pair [d_H / 2]; None: base's
+        start: float = 0.0,  # the first position's coordinate along every axis (integers from 0 by default)
+        rescale_to: Sequence[int] | None = None,
+    ):  # R: a grid S's positions (p_k + start) R_k / S_k
         super().__init__()
         check_rope(d, heads, dims)
-        if not base > 1: raise ValueError(f"base={base!r} must be greater than 1")
+        if not base > 1:
+            raise ValueError(f"base={base!r} must be greater than 1")
         self.dims, self.d_head, self.base, self.start = dims, d // heads, float(base), float(start)
         self.rescale_to = None if rescale_to is None else check_structure_size(rescale_to, dims)
         table = None if frequencies is None else torch.as_tensor(frequencies, dtype=torch.float32).detach().clone()
         if table is not None and tuple(table.shape) != (self.d_head // 2,):
-            raise ValueError(f"frequencies has shape {list(table.shape)}: RoPE takes one per pair of a head, "
-                             f"[{self.d_head // 2}]")
+            raise ValueError(
+                f"frequencies has shape {list(table.shape)}: RoPE takes one per pair of a head, [{self.d_head // 2}]"
+            )
         self.register_buffer('frequencies', table)  # fixed, as RoPE's own; None when base's
         self.axis = [k for k, p in enumerate(pairs_per_axis(self.d_head, dims)) for _ in range(p)]  # of each pair
 
-    def theta(self, dtype=torch.float32, device=None) -> Tensor: # [d_H / 2]
+    def theta(self, dtype=torch.float32, device=None) -> Tensor:  # [d_H / 2]
         "The frequency of every pair: the given table, or base^(-f / n_k) over each coordinate's bank of n_k pairs."
-        if self.frequencies is not None: return self.frequencies.to(device, dtype)
-        return torch.cat([self.base ** (-torch.arange(p, dtype=dtype, device=device) / p)
-                          for p in pairs_per_axis(self.d_head, self.dims)])
+        if self.frequencies is not None:
+            return self.frequencies.to(device, dtype)
+        return torch.cat(
+            [
+                self.base ** (-torch.arange(p, dtype=dtype, device=device) / p)
+                for p in pairs_per_axis(self.d_head, self.dims)
+            ]
+        )
 
-    def angles(self, structure_size: Sequence[int], dtype=torch.float32, device=None) -> Tensor: # [N, d_H / 2]
+    def angles(self, structure_size: Sequence[int], dtype=torch.float32, device=None) -> Tensor:  # [N, d_H / 2]
         "The angle of every feature pair of every token."
         pos = positions(structure_size, device).to(dtype)
-        if self.start: pos = pos + self.start
+        if self.start:
+            pos = pos + self.start
         if self.rescale_to is not None:  # as EVA's ref_feat_shape: divided by the grid, then times the reference
             S, R = (torch.tensor(s, dtype=dtype, device=device) for s in (structure_size, self.rescale_to))
             pos = pos / S * R
         return pos[:, self.axis] * self.theta(dtype, device)
 
-    def rotate(self, x: Tensor, # queries or keys [B, H, N, d_H]
-               structure_size: Sequence[int]) -> Tensor: # [B, H, N, d_H]
+    def rotate(
+        self,
+        x: Tensor,  # queries or keys [B, H, N, d_H]
+        structure_size: Sequence[int],
+    ) -> Tensor:  # [B, H, N, d_H]
         "Every feature pair of every token turned by its angle."
         a = self.angles(structure_size, x.dtype, x.device)
         return turn_pairs(x, a.cos(), a.sin())

@@ -17,7 +17,7 @@ from .terms import PositionTerms, pairs_per_axis, positions
 from .rope import check_rope, turn_pairs
 
 # %% ../../nbs/17a_encodings.rope_mixed.ipynb #3e21b9ca
-def random_rotation(dims: int, heads: int, generator: torch.Generator | None = None) -> Tensor: # [H, n, n]
+def random_rotation(dims: int, heads: int, generator: torch.Generator | None = None) -> Tensor:  # [H, n, n]
     "One rotation of R^n per head, drawn uniformly from SO(n) (QR of a Gaussian matrix, signs fixed, det +1)."
     if dims == 2:  # timm's draw: one uniform angle per head
         a = torch.rand(heads, generator=generator) * 2 * torch.pi
@@ -27,11 +27,14 @@ def random_rotation(dims: int, heads: int, generator: torch.Generator | None = N
     Q[..., -1] *= torch.linalg.det(Q)[:, None]  # a reflection made a rotation
     return Q
 
-def mixed_frequencies(dims: int, # positional dimensions n
-                      heads: int, # H
-                      d_head: int, # d_H: d_H / 2 pairs per head
-                      temperature: float = 10., # T: magnitudes T^(-l / pairs of the direction)
-                      generator: torch.Generator | None = None) -> Tensor: # omega [H, d_H / 2, n]
+
+def mixed_frequencies(
+    dims: int,  # positional dimensions n
+    heads: int,  # H
+    d_head: int,  # d_H: d_H / 2 pairs per head
+    temperature: float = 10.0,  # T: magnitudes T^(-l / pairs of the direction)
+    generator: torch.Generator | None = None,
+) -> Tensor:  # omega [H, d_H / 2, n]
     "RoPE-Mixed's starting frequency vectors: each head's pairs along the n directions of a random rotation (timm's in 2-D)."
     Q = random_rotation(dims, heads, generator)  # column k: direction k of each head
     banks = [temperature ** (-torch.arange(p, dtype=torch.float32) / p) for p in pairs_per_axis(d_head, dims)]
@@ -40,18 +43,24 @@ def mixed_frequencies(dims: int, # positional dimensions n
 # %% ../../nbs/17a_encodings.rope_mixed.ipynb #329a19b1
 class MixedRotaryEncoding(Encoding, nn.Module):
     "RoPE-Mixed: pair f of head h turned by omega_hf . p, learned frequency vectors that mix the axes."
+
     rotates = True
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features of the layer
-                 heads: int = 8, # H: each head's d_H features form d_H/2 pairs
-                 temperature: float = 10.): # T of the starting magnitudes (timm's default)
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features of the layer
+        heads: int = 8,  # H: each head's d_H features form d_H/2 pairs
+        temperature: float = 10.0,
+    ):  # T of the starting magnitudes (timm's default)
         super().__init__()
         check_rope(d, heads, dims)
-        if not temperature > 1: raise ValueError(f"temperature={temperature!r} must be greater than 1")
+        if not temperature > 1:
+            raise ValueError(f"temperature={temperature!r} must be greater than 1")
         self.dims, self.heads, self.d_head, self.temperature = dims, heads, d // heads, float(temperature)
         self.freqs = nn.Parameter(mixed_frequencies(dims, heads, self.d_head, temperature))
 
-    def angles(self, structure_size: Sequence[int]) -> Tensor: # [H, N, d_H / 2]
+    def angles(self, structure_size: Sequence[int]) -> Tensor:  # [H, N, d_H / 2]
         "The angle of every feature pair of every token, per head."
         pos = positions(structure_size, self.freqs.device).to(self.freqs.dtype)
         return torch.einsum('nk,hfk->hnf', pos, self.freqs)
@@ -63,18 +72,25 @@ class MixedRotaryEncoding(Encoding, nn.Module):
         return PositionTerms(rotate=lambda x: turn_pairs(x, cos.to(x.dtype), sin.to(x.dtype)))
 
 # %% ../../nbs/17a_encodings.rope_mixed.ipynb #0a0ebbb8
-def offset_spread(encoding: nn.Module, # a rotation encoding with dims, heads, d_head and terms(structure_size).rotate
-                  structure_size: Sequence[int], trials: int = 4,
-                  generator: torch.Generator | None = None) -> float: # 0 when the scores depend on the offset alone
+def offset_spread(
+    encoding: nn.Module,  # a rotation encoding with dims, heads, d_head and terms(structure_size).rotate
+    structure_size: Sequence[int],
+    trials: int = 4,
+    generator: torch.Generator | None = None,
+) -> float:  # 0 when the scores depend on the offset alone
     "Largest spread of a head's scores over pairs of positions with the same offset, over its scores' spread."
     rotate, N = encoding.terms(structure_size).rotate, math.prod(structure_size)
     p = positions(structure_size)
     groups: dict = {}
-    for i, j in itertools.product(range(N), repeat=2): groups.setdefault(tuple((p[j] - p[i]).tolist()), []).append(i * N + j)
-    dtype, worst = next(encoding.parameters()).dtype, 0.
+    for i, j in itertools.product(range(N), repeat=2):
+        groups.setdefault(tuple((p[j] - p[i]).tolist()), []).append(i * N + j)
+    dtype, worst = next(encoding.parameters()).dtype, 0.0
     for _ in range(trials):
-        q, k = (rotate(v.to(dtype).expand(1, encoding.heads, N, -1))[0]
-                for v in torch.randn(2, encoding.d_head, generator=generator, dtype=torch.float64))
+        q, k = (
+            rotate(v.to(dtype).expand(1, encoding.heads, N, -1))[0]
+            for v in torch.randn(2, encoding.d_head, generator=generator, dtype=torch.float64)
+        )
         s = (q @ k.mT).flatten(1)  # [H, N * N]
-        for idx in groups.values(): worst = max(worst, ((s[:, idx].amax(-1) - s[:, idx].amin(-1)) / s.std(-1)).max().item())
+        for idx in groups.values():
+            worst = max(worst, ((s[:, idx].amax(-1) - s[:, idx].amin(-1)) / s.std(-1)).max().item())
     return worst

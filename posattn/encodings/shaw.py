@@ -17,26 +17,34 @@ from .terms import PositionTerms, check_max_offset, learned_table, table_index, 
 # %% ../../nbs/13_encodings.shaw.ipynb #68c00780
 class ShawEncoding(Encoding, nn.Module):
     "Shaw et al.: learned key-space (and value-space) vectors of the clipped offset, shared by the heads."
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features of the layer
-                 heads: int = 8, # H; the vectors have d_H = d / H features
-                 max_offset: int | Sequence[int] = 16, # k: offsets are clipped to [-k, k] per dimension (or one k per dimension)
-                 values: bool = True, # also learn the value table a^V
-                 init_std: float = 0.02): # standard deviation of the initial entries
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features of the layer
+        heads: int = 8,  # H; the vectors have d_H = d / H features
+        max_offset: int
+        | Sequence[int] = 16,  # k: offsets are clipped to [-k, k] per dimension (or one k per dimension)
+        values: bool = True,  # also learn the value table a^V
+        init_std: float = 0.02,
+    ):  # standard deviation of the initial entries
         super().__init__()
         max_offset = check_max_offset(max_offset, dims)
-        if not isinstance(values, bool): raise ValueError(f"values={values!r} must be True or False")
+        if not isinstance(values, bool):
+            raise ValueError(f"values={values!r} must be True or False")
         self.dims, self.heads, self.d_head, self.max_offset = dims, heads, d // heads, max_offset
         rows = table_size(dims, max_offset)
         self.keys = learned_table(rows, self.d_head, init_std)  # a^K
         self.values = learned_table(rows, self.d_head, init_std) if values else None  # a^V
 
-    def _lookup(self, table: Tensor, offsets: Tensor) -> Tensor: # [..., H, d_H]
+    def _lookup(self, table: Tensor, offsets: Tensor) -> Tensor:  # [..., H, d_H]
         "The table's vector of each clipped offset, the same for every head."
         e = table[table_index(offsets, self.max_offset)]
         return e[..., None, :].expand(*e.shape[:-1], self.heads, self.d_head)
 
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "The key term in the query slot, the value term in the value slot."
-        return PositionTerms(query=lambda off: self._lookup(self.keys, off),
-                             value=None if self.values is None else (lambda off: self._lookup(self.values, off)))
+        return PositionTerms(
+            query=lambda off: self._lookup(self.keys, off),
+            value=None if self.values is None else (lambda off: self._lookup(self.values, off)),
+        )

@@ -18,31 +18,43 @@ from ..core.geometry import fixed_reference, normalise, relative_offsets, relati
 from .encoding import Encoding
 
 # %% ../../nbs/10_encodings.siren.ipynb #da965932
-def sinusoids(x: Tensor, # positions [...]
-              d_s: int = 64) -> Tensor: # [..., d_s]
+def sinusoids(
+    x: Tensor,  # positions [...]
+    d_s: int = 64,
+) -> Tensor:  # [..., d_s]
     "Interleaved sin/cos features of `x` at frequencies exp(-2f ln(10000) / d_s)."
     w = torch.exp(-torch.arange(0, d_s, 2, device=x.device, dtype=x.dtype) * math.log(10000) / d_s)
     xw = x[..., None] * w
     return torch.stack([xw.sin(), xw.cos()], -1).flatten(-2)
 
+
 class BaselineEncoding(Encoding, nn.Module):
     "Algorithm 3: sinusoids of the uncentred relative positions, then a linear layer d_s -> d."
+
     paper = uses_v = scaled = True  # the paper's, with v; x = delta + S - 1 reads the offset over a size
-    def __init__(self, d: int = 64, # output features
-                 d_s: int = 64, # sinusoidal features, even
-                 reference_size: Sequence[int] | None = None): # [R]: positions counted from R - 1, on any grid
+
+    def __init__(
+        self,
+        d: int = 64,  # output features
+        d_s: int = 64,  # sinusoidal features, even
+        reference_size: Sequence[int] | None = None,
+    ):  # [R]: positions counted from R - 1, on any grid
         """The sinusoidal baseline encoding (1-D only).
 
         d: output features (default 64); d_s: sinusoidal features before the linear layer, even (default 64);
         reference_size: [R], read x = delta + R - 1 on any sequence (None: delta + N - 1, the paper's)."""
         d, d_s = check_int('d', d), check_int('d_s', d_s)
-        if d_s % 2: raise ValueError(f"d_s={d_s} must be even: sine and cosine come in pairs")
+        if d_s % 2:
+            raise ValueError(f"d_s={d_s} must be even: sine and cosine come in pairs")
         super().__init__()
         self.d_s, self.linear = d_s, nn.Linear(d_s, d)
         self.reference_size = fixed_reference(reference_size, 1)
 
-    def forward(self, offsets: Tensor, # integer offsets [..., 1]
-                structure_size: Sequence[int]) -> Tensor: # [..., d]
+    def forward(
+        self,
+        offsets: Tensor,  # integer offsets [..., 1]
+        structure_size: Sequence[int],
+    ) -> Tensor:  # [..., d]
         "Encodings of the relative `offsets` in a sequence of length `structure_size[0]`."
         N = scale_size(structure_size, self.reference_size)[0]
         x = (offsets[..., 0] + N - 1).to(self.linear.weight.dtype)  # x = delta + N - 1
@@ -52,25 +64,35 @@ class BaselineEncoding(Encoding, nn.Module):
 SIREN_BIASES = ('zero', 'phase')  # the paper's zero biases; phases uniform over one period
 SIREN_ACTIVATIONS = ('sine', 'relu', 'relu_he')  # relu: PyTorch's init; relu_he: He's, at SIREN's output scale
 
+
 def check_siren_options(learn_w0, bias_init: str, activation: str):
     "The options beyond the paper's SIREN, checked: learn_w0, bias_init and activation."
-    if not isinstance(learn_w0, bool): raise ValueError(f"learn_w0={learn_w0!r} must be True or False")
+    if not isinstance(learn_w0, bool):
+        raise ValueError(f"learn_w0={learn_w0!r} must be True or False")
     check_choice('bias_init', bias_init, SIREN_BIASES)
     check_choice('activation', activation, SIREN_ACTIVATIONS)
     if activation != 'sine' and (learn_w0 or bias_init != 'zero'):
-        raise ValueError(f"activation={activation!r} has no frequencies or phases: it takes learn_w0=False and "
-                         f"bias_init='zero', not learn_w0={learn_w0}, bias_init={bias_init!r}")
+        raise ValueError(
+            f"activation={activation!r} has no frequencies or phases: it takes learn_w0=False and "
+            f"bias_init='zero', not learn_w0={learn_w0}, bias_init={bias_init!r}"
+        )
+
 
 def _relu_init(linears: Sequence[nn.Linear], he: bool):
     "The ReLU control's layers: PyTorch's init (weights and uniform biases); with `he`, He-uniform weights, the last layer's at SIREN's output scale."
-    for lin in linears: lin.reset_parameters()
+    for lin in linears:
+        lin.reset_parameters()
     if he:
-        for lin in linears: nn.init.kaiming_uniform_(lin.weight, nonlinearity='relu' if lin is not linears[-1] else 'linear')
+        for lin in linears:
+            nn.init.kaiming_uniform_(lin.weight, nonlinearity='relu' if lin is not linears[-1] else 'linear')
 
-def siren_init(linears: Sequence[nn.Linear], # SIREN's layers, first to last
-               w0: float, # frequency of the hidden sines
-               w0_initial: float, # frequency of the first sine
-               bias_init: str = 'zero'): # 'zero' or 'phase'
+
+def siren_init(
+    linears: Sequence[nn.Linear],  # SIREN's layers, first to last
+    w0: float,  # frequency of the hidden sines
+    w0_initial: float,  # frequency of the first sine
+    bias_init: str = 'zero',
+):  # 'zero' or 'phase'
     "SIREN's weights, and its sine layers' biases: zero, or uniform phases w0 * b in [-pi, pi)."
     first, *hidden, last = linears
     nn.init.uniform_(first.weight, -1 / first.in_features, 1 / first.in_features)
@@ -78,7 +100,8 @@ def siren_init(linears: Sequence[nn.Linear], # SIREN's layers, first to last
         bound = math.sqrt(6 / lin.in_features) / w0
         nn.init.uniform_(lin.weight, -bound, bound)
     nn.init.kaiming_uniform_(last.weight, nonlinearity='linear')
-    for lin in linears: nn.init.zeros_(lin.bias)
+    for lin in linears:
+        nn.init.zeros_(lin.bias)
     if bias_init == 'phase':
         for lin, w in zip([first, *hidden], [w0_initial] + [w0] * len(hidden)):
             nn.init.uniform_(lin.bias, -math.pi / w, math.pi / w)
@@ -86,17 +109,22 @@ def siren_init(linears: Sequence[nn.Linear], # SIREN's layers, first to last
 # %% ../../nbs/10_encodings.siren.ipynb #995db6a0
 class SirenEncoding(Encoding, nn.Module):
     "Algorithm 5: a SIREN from normalised relative coordinates in [-1, 1]^n to d features."
+
     paper = uses_v = scaled = True  # the paper's, with v, over normalised offsets
-    def __init__(self, n: int, # positional dimensions
-                 d: int = 64, # output features
-                 hidden: int = 64, # width of the hidden layers
-                 layers: int = 3, # L, linear layers in all
-                 w0: float = 10., # frequency of the hidden sines
-                 w0_initial: float = 10., # frequency of the first sine
-                 learn_w0: bool = False, # learn both frequencies (from w0 and w0_initial), kept positive
-                 bias_init: str = 'zero', # the sine layers' biases: 'zero' (the paper) or 'phase' (uniform phases)
-                 activation: str = 'sine', # 'sine' (SIREN), 'relu' or 'relu_he' (ReLUs: PyTorch's or He's init)
-                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed'; None: over the grid at hand
+
+    def __init__(
+        self,
+        n: int,  # positional dimensions
+        d: int = 64,  # output features
+        hidden: int = 64,  # width of the hidden layers
+        layers: int = 3,  # L, linear layers in all
+        w0: float = 10.0,  # frequency of the hidden sines
+        w0_initial: float = 10.0,  # frequency of the first sine
+        learn_w0: bool = False,  # learn both frequencies (from w0 and w0_initial), kept positive
+        bias_init: str = 'zero',  # the sine layers' biases: 'zero' (the paper) or 'phase' (uniform phases)
+        activation: str = 'sine',  # 'sine' (SIREN), 'relu' or 'relu_he' (ReLUs: PyTorch's or He's init)
+        reference_size: Sequence[int] | None = None,
+    ):  # R of coordinates='fixed'; None: over the grid at hand
         """The SIREN relative positional encoding.
 
         n: positional dimensions; d: output features (64); hidden: width of the hidden layers (64); layers: L, linear
@@ -108,7 +136,12 @@ class SirenEncoding(Encoding, nn.Module):
         w0, w0_initial = check_positive('w0', w0), check_positive('w0_initial', w0_initial)
         check_siren_options(learn_w0, bias_init, activation)
         super().__init__()
-        self.w0, self.w0_initial, self.bias_init, self.activation = w0, w0_initial, bias_init, activation  # w0s: the init's scale
+        self.w0, self.w0_initial, self.bias_init, self.activation = (
+            w0,
+            w0_initial,
+            bias_init,
+            activation,
+        )  # w0s: the init's scale
         self.reference_size = fixed_reference(reference_size, n)
         if learn_w0:  # as logarithms: always positive, and a step changes them by a factor, not an amount
             self.log_w0, self.log_w0_initial = (nn.Parameter(torch.tensor(math.log(w))) for w in (w0, w0_initial))
@@ -118,17 +151,22 @@ class SirenEncoding(Encoding, nn.Module):
 
     def reset_parameters(self):
         "SIREN's initialisation (DECISIONS.md#initialisation); with 'relu', PyTorch's; with 'relu_he', He's."
-        if self.activation == 'sine': return siren_init(self.linears, self.w0, self.w0_initial, self.bias_init)
+        if self.activation == 'sine':
+            return siren_init(self.linears, self.w0, self.w0_initial, self.bias_init)
         _relu_init(self.linears, he=self.activation == 'relu_he')
 
-    def forward(self, offsets: Tensor, # integer offsets [..., n]
-                structure_size: Sequence[int]) -> Tensor: # [..., d]
+    def forward(
+        self,
+        offsets: Tensor,  # integer offsets [..., n]
+        structure_size: Sequence[int],
+    ) -> Tensor:  # [..., d]
         "Encodings of the relative `offsets` in a structure of `structure_size`."
         h = normalise(offsets, scale_size(structure_size, self.reference_size), self.linears[0].weight.dtype)
         (w0_initial, w0), (*body, last) = self.frequencies(), self.linears
         for l, lin in enumerate(body):
             h = torch.sin((w0_initial if l == 0 else w0) * lin(h)) if self.activation == 'sine' else torch.relu(lin(h))
         return last(h)
+
     def frequencies(self) -> tuple:
         "(w0_initial, w0) as used now: the numbers given, or the learned ones (positive tensors)."
         return (self.log_w0_initial.exp(), self.log_w0.exp()) if hasattr(self, 'log_w0') else (self.w0_initial, self.w0)
@@ -136,19 +174,26 @@ class SirenEncoding(Encoding, nn.Module):
 # %% ../../nbs/10_encodings.siren.ipynb #8ff5da7a
 class NoEncoding(Encoding):
     "The paper's third choice, no positional encoding: the block holds None and has no v."
+
     paper = True
+
 
 ENCODINGS = {'baseline': BaselineEncoding, 'siren': SirenEncoding, 'none': NoEncoding}  # the paper's, by name
 
-def make_encoding(pe: str, # one of ENCODINGS
-                  dims: int, # positional dimensions n
-                  d: int = 64,
-                  reference_size: Sequence[int] | None = None, # R of coordinates='fixed'
-                  **options) -> nn.Module | None: # the options of its class (SirenEncoding's hidden, w0, ...)
+
+def make_encoding(
+    pe: str,  # one of ENCODINGS
+    dims: int,  # positional dimensions n
+    d: int = 64,
+    reference_size: Sequence[int] | None = None,  # R of coordinates='fixed'
+    **options,
+) -> nn.Module | None:  # the options of its class (SirenEncoding's hidden, w0, ...)
     "The relative positional encoding named `pe` with `d` output features (None for 'none')."
     check_choice('pe', pe, ENCODINGS)
     if pe == 'baseline' and dims != 1:
         raise ValueError(f"pe='baseline' is one-dimensional (Algorithm 3) but dims={dims}: use pe='siren'")
-    if pe == 'none': return None
-    if pe == 'baseline': return BaselineEncoding(d, reference_size=reference_size, **options)
+    if pe == 'none':
+        return None
+    if pe == 'baseline':
+        return BaselineEncoding(d, reference_size=reference_size, **options)
     return SirenEncoding(dims, d, reference_size=reference_size, **options)

@@ -19,8 +19,10 @@ from ..core.checks import check_choice, check_int
 from ..core.geometry import check_structure_size
 
 # %% ../../nbs/16_encodings.spe.ipynb #30409ead
-def pair_offsets(structure_size: Sequence[int], # S
-                 device=None) -> Tensor: # [N, N, n]: key minus query, per dimension
+def pair_offsets(
+    structure_size: Sequence[int],  # S
+    device=None,
+) -> Tensor:  # [N, N, n]: key minus query, per dimension
     "The offset `key - query` of every pair of positions of a structure flattened row-major."
     pos = torch.stack(torch.meshgrid(*(torch.arange(s, device=device) for s in structure_size), indexing='ij'), -1)
     pos = pos.reshape(-1, len(structure_size))
@@ -29,41 +31,55 @@ def pair_offsets(structure_size: Sequence[int], # S
 # %% ../../nbs/16_encodings.spe.ipynb #1de4f37a
 class _SharedDraw:
     "`forward(S, like)`: one draw per structure inside `shared_draw()`, a fresh `self.draw(S, like)` per call outside."
+
     _draws = None  # {(S, dtype, device): codes} inside shared_draw()
 
-    def forward(self, structure_size: Sequence[int], # S
-                like: Tensor # any tensor with the dtype and device wanted
-               ) -> tuple[Tensor, Tensor]: # Q-bar, K-bar [H, N, d_H, R]
+    def forward(
+        self,
+        structure_size: Sequence[int],  # S
+        like: Tensor,  # any tensor with the dtype and device wanted
+    ) -> tuple[Tensor, Tensor]:  # Q-bar, K-bar [H, N, d_H, R]
         "The codes for `structure_size`: the shared draw inside `shared_draw()`, a fresh one outside."
         S = check_structure_size(structure_size, self.dims)
-        if self._draws is None: return self.draw(S, like)
+        if self._draws is None:
+            return self.draw(S, like)
         key = (S, like.dtype, like.device)
-        if key not in self._draws: self._draws[key] = self.draw(S, like)
+        if key not in self._draws:
+            self._draws[key] = self.draw(S, like)
         return self._draws[key]
 
     @contextmanager
     def shared_draw(self):
         "Inside this context every call returns one draw per structure: one forward pass of a model."
         outer = self._draws is not None
-        if not outer: self._draws = {}
-        try: yield self
+        if not outer:
+            self._draws = {}
+        try:
+            yield self
         finally:
-            if not outer: self._draws = None
+            if not outer:
+                self._draws = None
 
 # %% ../../nbs/16_encodings.spe.ipynb #ea84f2d9
 def _check_heads(d, heads) -> tuple[int, int]:
     "`d` and `heads` as ints, `heads` dividing `d` (one kernel per feature of every head); else a ValueError."
     d, heads = check_int('d', d), check_int('heads', heads)
-    if d % heads: raise ValueError(f"d={d} must be divisible by heads={heads}: choose heads among the divisors of d")
+    if d % heads:
+        raise ValueError(f"d={d} must be divisible by heads={heads}: choose heads among the divisors of d")
     return d, heads
+
 
 class SPE(_SharedDraw, nn.Module):
     "Stochastic positional encoding: R realisations of the codes Q-bar, K-bar [H, N, d_H, R] of a structure."
-    def __init__(self, dims: int, # positional dimensions n
-                 d: int = 64, # features, H * d_H kernels
-                 heads: int = 8, # H
-                 realisations: int = 32, # R, the number of realisations
-                 gated: bool = True): # whether every layer gets a gate (SPEGate)
+
+    def __init__(
+        self,
+        dims: int,  # positional dimensions n
+        d: int = 64,  # features, H * d_H kernels
+        heads: int = 8,  # H
+        realisations: int = 32,  # R, the number of realisations
+        gated: bool = True,
+    ):  # whether every layer gets a gate (SPEGate)
         """The base of the SPE modules; call one as spe(structure_size, like) -> (qbar, kbar), each [H, N, d_H, R].
 
         dims: positional dimensions n; d: features, one kernel each (64); heads: H, dividing d (8);
@@ -77,16 +93,23 @@ class SPE(_SharedDraw, nn.Module):
     def noise_shape(self, S: tuple[int, ...]) -> tuple[int, ...]:
         "The shape of the white noise one realisation of one kernel needs."
         raise NotImplementedError
-    def codes(self, noise: Tensor, # white noise [R, d, *noise_shape(S)]
-              S: tuple[int, ...]) -> tuple[Tensor, Tensor]: # Q-bar, K-bar, each [H, N, d_H, R]
+
+    def codes(
+        self,
+        noise: Tensor,  # white noise [R, d, *noise_shape(S)]
+        S: tuple[int, ...],
+    ) -> tuple[Tensor, Tensor]:  # Q-bar, K-bar, each [H, N, d_H, R]
         "The codes made from `noise`: a linear map."
         raise NotImplementedError
-    def kernel(self, offsets: Tensor # integer offsets key - query [..., n]
-              ) -> Tensor: # [..., H, d_H]
+
+    def kernel(
+        self,
+        offsets: Tensor,  # integer offsets key - query [..., n]
+    ) -> Tensor:  # [..., H, d_H]
         "The positional kernel P_d at `offsets`, for every head and feature."
         raise NotImplementedError
 
-    def _heads_last(self, x: Tensor) -> Tensor: # [R, d, N] -> [H, N, d_H, R]
+    def _heads_last(self, x: Tensor) -> Tensor:  # [R, d, N] -> [H, N, d_H, R]
         return x.unflatten(1, (self.heads, self.d_head)).permute(1, 3, 2, 0)
 
     def draw(self, structure_size: Sequence[int], like: Tensor) -> tuple[Tensor, Tensor]:
@@ -100,8 +123,10 @@ class SPE(_SharedDraw, nn.Module):
         return SPEGate(self.d, self.heads) if self.gated else None
 
 # %% ../../nbs/16_encodings.spe.ipynb #d31fd3fd
-def spe_covariance(spe: SPE, structure_size: Sequence[int] # S, small: the noise basis is materialised
-                  ) -> Tensor: # E[Q-bar_d(m) K-bar_d(n)], [H, d_H, N, N]
+def spe_covariance(
+    spe: SPE,
+    structure_size: Sequence[int],  # S, small: the noise basis is materialised
+) -> Tensor:  # E[Q-bar_d(m) K-bar_d(n)], [H, d_H, N, N]
     "The exact cross-covariance of the codes of `spe`, with the noise basis in place of random realisations."
     S = check_structure_size(structure_size, spe.dims)
     shape = spe.noise_shape(S)
@@ -111,9 +136,12 @@ def spe_covariance(spe: SPE, structure_size: Sequence[int] # S, small: the noise
     return torch.einsum('hmdr,hndr->hdmn', qbar, kbar)
 
 # %% ../../nbs/16_encodings.spe.ipynb #9972fabf
-def spe_encode(q: Tensor, k: Tensor, # queries and keys [B, H, N, d_H]
-               qbar: Tensor, kbar: Tensor # codes [H, N, d_H, R]
-              ) -> tuple[Tensor, Tensor]: # q-hat, k-hat [B, H, N, R]
+def spe_encode(
+    q: Tensor,
+    k: Tensor,  # queries and keys [B, H, N, d_H]
+    qbar: Tensor,
+    kbar: Tensor,  # codes [H, N, d_H, R]
+) -> tuple[Tensor, Tensor]:  # q-hat, k-hat [B, H, N, R]
     "Equations 16-17: sum over features of each feature times its code, scaled by (d_H R)^(-1/4)."
     scale = (q.shape[-1] * qbar.shape[-1]) ** -0.25
     return torch.einsum('bhnd,hndr->bhnr', q, qbar) * scale, torch.einsum('bhnd,hndr->bhnr', k, kbar) * scale
@@ -121,29 +149,36 @@ def spe_encode(q: Tensor, k: Tensor, # queries and keys [B, H, N, d_H]
 # %% ../../nbs/16_encodings.spe.ipynb #5b9d5a09
 class SineSPE(SPE):
     "sineSPE: codes from K learned sinusoids per feature; a periodic kernel of the 1-D offset."
-    def __init__(self, dims: int = 1, # positional dimensions: sineSPE is 1-D only
-                 d: int = 64, # features, H * d_H kernels
-                 heads: int = 8, # H
-                 realisations: int = 32, # R
-                 sines: int = 10, # K, sinusoids per kernel
-                 gated: bool = True): # whether every layer gets a gate
+
+    def __init__(
+        self,
+        dims: int = 1,  # positional dimensions: sineSPE is 1-D only
+        d: int = 64,  # features, H * d_H kernels
+        heads: int = 8,  # H
+        realisations: int = 32,  # R
+        sines: int = 10,  # K, sinusoids per kernel
+        gated: bool = True,
+    ):  # whether every layer gets a gate
         """sineSPE; call it as spe(structure_size, like) -> (qbar, kbar), the codes, each [H, N, d_H, R].
 
         dims: positional dimensions, 1 only; d: features, one kernel each (64); heads: H, dividing d (8);
         realisations: R (32); sines: K, sinusoids per kernel (10); gated: whether every layer gets a gate (True)."""
         if check_int('dims', dims) != 1:
-            raise ValueError(f"dims={dims!r}: sineSPE is one-dimensional (its kernel is a function of a scalar "
-                             "offset); use ConvSPE for 2-D or 3-D structures")
+            raise ValueError(
+                f"dims={dims!r}: sineSPE is one-dimensional (its kernel is a function of a scalar "
+                "offset); use ConvSPE for 2-D or 3-D structures"
+            )
         sines = check_int('sines', sines)
         super().__init__(1, d, heads, realisations, gated)
         self.sines = sines
         self.freq = nn.Parameter(torch.rand(heads, self.d_head, sines) / 2)  # f [H, d_H, K], uniform in [0, 0.5]
         self.phase = nn.Parameter(torch.zeros(heads, self.d_head, sines))  # theta
-        self.gain = nn.Parameter(torch.full((heads, self.d_head, sines), math.sqrt(2.)))  # lambda
+        self.gain = nn.Parameter(torch.full((heads, self.d_head, sines), math.sqrt(2.0)))  # lambda
 
-    def noise_shape(self, S): return (2 * self.sines,)
+    def noise_shape(self, S):
+        return (2 * self.sines,)
 
-    def _waves(self, n: Tensor, phase) -> Tensor: # positions [N] -> [N, H, d_H, 2K]
+    def _waves(self, n: Tensor, phase) -> Tensor:  # positions [N] -> [N, H, d_H, 2K]
         a = 2 * math.pi * self.freq * n[:, None, None, None] + phase
         return torch.stack([a.cos(), a.sin()], -1).flatten(-2)  # cos, sin of a component side by side
 
@@ -152,7 +187,7 @@ class SineSPE(SPE):
         gz = torch.einsum('hdl,rhdl->hdlr', self.gain.repeat_interleave(2, -1), z) / math.sqrt(2 * self.sines)
         n = torch.arange(S[0], dtype=self.freq.dtype, device=self.freq.device)
         qbar = torch.einsum('nhdl,hdlr->hndr', self._waves(n, self.phase), gz)
-        kbar = torch.einsum('nhdl,hdlr->hndr', self._waves(n, 0.), gz)
+        kbar = torch.einsum('nhdl,hdlr->hndr', self._waves(n, 0.0), gz)
         return qbar, kbar
 
     def kernel(self, offsets: Tensor) -> Tensor:
@@ -162,22 +197,29 @@ class SineSPE(SPE):
 # %% ../../nbs/16_encodings.spe.ipynb #cc3e33bb
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 
+
 class ConvSPE(SPE):
     "convSPE: codes from white noise through learned depthwise filters; a vanishing kernel of the n-D offset."
-    def __init__(self, dims: int = 1, # positional dimensions n: 1, 2 or 3
-                 d: int = 64, # features, H * d_H kernels
-                 heads: int = 8, # H
-                 realisations: int = 32, # R
-                 kernel_size: int | Sequence[int] | None = None, # filter size P; None: about 128 taps
-                 gated: bool = True): # whether every layer gets a gate
+
+    def __init__(
+        self,
+        dims: int = 1,  # positional dimensions n: 1, 2 or 3
+        d: int = 64,  # features, H * d_H kernels
+        heads: int = 8,  # H
+        realisations: int = 32,  # R
+        kernel_size: int | Sequence[int] | None = None,  # filter size P; None: about 128 taps
+        gated: bool = True,
+    ):  # whether every layer gets a gate
         """convSPE; call it as spe(structure_size, like) -> (qbar, kbar), the codes, each [H, N, d_H, R].
 
         dims: positional dimensions n, 1, 2 or 3 (1); d: features, one kernel each (64); heads: H, dividing d (8);
         realisations: R (32); kernel_size: filter size P, one int or one per dimension (None: about 128 taps);
         gated: whether every layer gets a gate (True)."""
         check_choice('dims', dims, tuple(_CONV))
-        if kernel_size is None: kernel_size = round(128 ** (1 / dims))
-        if not isinstance(kernel_size, Iterable): kernel_size = (check_int('kernel_size', kernel_size),) * dims
+        if kernel_size is None:
+            kernel_size = round(128 ** (1 / dims))
+        if not isinstance(kernel_size, Iterable):
+            kernel_size = (check_int('kernel_size', kernel_size),) * dims
         P = tuple(check_int(f'kernel_size[{k}]', p) for k, p in enumerate(kernel_size))
         if len(P) != dims:
             raise ValueError(f"kernel_size={kernel_size!r} must be one size or {dims} sizes, one per dimension")
@@ -186,7 +228,8 @@ class ConvSPE(SPE):
         box = torch.full((d, 1, *self.kernel_size), 1 / math.sqrt(math.prod(self.kernel_size)))
         self.filter_q, self.filter_k = nn.Parameter(box.clone()), nn.Parameter(box.clone())  # [d, 1, *P]
 
-    def noise_shape(self, S): return tuple(s + p - 1 for s, p in zip(S, self.kernel_size))
+    def noise_shape(self, S):
+        return tuple(s + p - 1 for s, p in zip(S, self.kernel_size))
 
     def codes(self, noise: Tensor, S) -> tuple[Tensor, Tensor]:
         conv = _CONV[self.dims]
@@ -207,8 +250,12 @@ class ConvSPE(SPE):
 # %% ../../nbs/16_encodings.spe.ipynb #5457d4f6
 class SPEGate(nn.Module):
     "The per-layer gate of SPE: mixes the codes with position-free noise, kernel delta + (1 - delta) P."
-    def __init__(self, d: int = 64, # features
-                 heads: int = 8): # H
+
+    def __init__(
+        self,
+        d: int = 64,  # features
+        heads: int = 8,
+    ):  # H
         """The gate of one layer; call it as gate(qbar, kbar) -> the gated codes, each [H, N, d_H, R].
 
         d: features (64); heads: H, dividing d (8)."""
@@ -218,10 +265,14 @@ class SPEGate(nn.Module):
         self.logit = nn.Parameter(torch.zeros(heads, d // heads))  # delta = sigmoid(logit), [H, d_H]
 
     @property
-    def delta(self) -> Tensor: return torch.sigmoid(self.logit)
+    def delta(self) -> Tensor:
+        return torch.sigmoid(self.logit)
 
-    def forward(self, qbar: Tensor, kbar: Tensor # codes [H, N, d_H, R]
-               ) -> tuple[Tensor, Tensor]: # gated codes [H, N, d_H, R]
+    def forward(
+        self,
+        qbar: Tensor,
+        kbar: Tensor,  # codes [H, N, d_H, R]
+    ) -> tuple[Tensor, Tensor]:  # gated codes [H, N, d_H, R]
         "Equations 24-25 with a fresh epsilon [H, 1, d_H, R] shared by queries, keys and positions."
         delta = self.delta[:, None, :, None]
         eps = torch.randn(self.heads, 1, self.d_head, qbar.shape[-1], dtype=qbar.dtype, device=qbar.device)
@@ -231,10 +282,16 @@ class SPEGate(nn.Module):
 # %% ../../nbs/16_encodings.spe.ipynb #fcc8ba38
 SPE_KINDS = {'sine': SineSPE, 'conv': ConvSPE}
 
-def make_spe(kind: str, # 'sine' or 'conv'
-             dims: int, # positional dimensions n
-             d: int = 64, heads: int = 8, realisations: int = 32, gated: bool = True,
-             **options) -> SPE: # sines= for 'sine', kernel_size= for 'conv'
+
+def make_spe(
+    kind: str,  # 'sine' or 'conv'
+    dims: int,  # positional dimensions n
+    d: int = 64,
+    heads: int = 8,
+    realisations: int = 32,
+    gated: bool = True,
+    **options,
+) -> SPE:  # sines= for 'sine', kernel_size= for 'conv'
     "The SPE module named `kind`; build ONE per model and give it to every layer."
     check_choice('kind', kind, SPE_KINDS)
     return SPE_KINDS[kind](dims, d, heads, realisations, gated=gated, **options)

@@ -20,38 +20,51 @@ from ..core.checks import check_int, check_positive
 OffsetFn = Callable[[Tensor], Tensor]  # integer offsets [..., n] (key minus query) -> values [..., *slot shape]
 Rotation = Callable[[Tensor], Tensor]  # queries or keys [B, H, N, d_H] -> the same, turned by their positions
 
+
 class PositionTerms(NamedTuple):
     "What a positional encoding adds to one attention call: optional functions of the offset, one per slot."
-    query: OffsetFn | None = None   # E(delta) [..., H, d_H]: (q_i + v).E joins the score
-    key: OffsetFn | None = None     # F(delta) [..., H, d_H]: k_j.F joins the score
-    value: OffsetFn | None = None   # V(delta) [..., H, d_H]: sum_j w_ij V joins the output
+
+    query: OffsetFn | None = None  # E(delta) [..., H, d_H]: (q_i + v).E joins the score
+    key: OffsetFn | None = None  # F(delta) [..., H, d_H]: k_j.F joins the score
+    value: OffsetFn | None = None  # V(delta) [..., H, d_H]: sum_j w_ij V joins the output
     factor: OffsetFn | None = None  # m(delta) [...] or [..., H]: multiplies the score
-    bias: OffsetFn | None = None    # b(delta) [..., H]: added to the scaled logit
+    bias: OffsetFn | None = None  # b(delta) [..., H]: added to the scaled logit
     rotate: Rotation | None = None  # rho: applied to q + u and to k before anything else
-    scale: float = 1.               # s: multiplies 1/sqrt(d_H)
+    scale: float = 1.0  # s: multiplies 1/sqrt(d_H)
 
     @property
     def slots(self) -> tuple[str, ...]:
         "Names of the slots this encoding fills (scale counts when it is not 1)."
-        return tuple(f for f in self._fields if (getattr(self, f) != 1. if f == 'scale' else getattr(self, f) is not None))
+        return tuple(
+            f for f in self._fields if (getattr(self, f) != 1.0 if f == 'scale' else getattr(self, f) is not None)
+        )
 
     def times(self, factor: OffsetFn | None) -> 'PositionTerms':
         "These terms with `factor` (e.g. the Gaussian span) multiplying the score as well."
-        if factor is None: return self
-        if self.factor is None: return self._replace(factor=factor)
+        if factor is None:
+            return self
+        if self.factor is None:
+            return self._replace(factor=factor)
+
         def both(offsets, mine=self.factor):
             a, b = factor(offsets), mine(offsets)
-            if a.dim() < b.dim(): a = a[..., None]  # a shared factor [...] against a per-head one [..., H]
-            if b.dim() < a.dim(): b = b[..., None]
+            if a.dim() < b.dim():
+                a = a[..., None]  # a shared factor [...] against a per-head one [..., H]
+            if b.dim() < a.dim():
+                b = b[..., None]
             return a * b
+
         return self._replace(factor=both)
 
 # %% ../../nbs/11_encodings.terms.ipynb #5e72b7b6
-def position_terms(encode: OffsetFn | None = None, # the paper's query-side encoding [..., H, d_H]
-                   gaussian: OffsetFn | None = None, # the paper's Gaussian [...]
-                   terms: PositionTerms | None = None) -> PositionTerms:
+def position_terms(
+    encode: OffsetFn | None = None,  # the paper's query-side encoding [..., H, d_H]
+    gaussian: OffsetFn | None = None,  # the paper's Gaussian [...]
+    terms: PositionTerms | None = None,
+) -> PositionTerms:
     "The terms of a call given either the paper's two functions or a PositionTerms (not both)."
-    if terms is None: return PositionTerms(query=encode, factor=gaussian)
+    if terms is None:
+        return PositionTerms(query=encode, factor=gaussian)
     if not isinstance(terms, PositionTerms):
         raise ValueError(f"terms={terms!r} must be a PositionTerms")
     if encode is not None or gaussian is not None:
@@ -59,65 +72,80 @@ def position_terms(encode: OffsetFn | None = None, # the paper's query-side enco
     return terms
 
 # %% ../../nbs/11_encodings.terms.ipynb #6f922c2d
-def check_max_offset(max_offset, # k for every dimension, or one k per dimension
-                     dims: int | None = None # n: the number of k a sequence must hold; None: an int only
-                    ) -> tuple[int, ...] | int:
+def check_max_offset(
+    max_offset,  # k for every dimension, or one k per dimension
+    dims: int | None = None,  # n: the number of k a sequence must hold; None: an int only
+) -> tuple[int, ...] | int:
     "`max_offset` checked: a positive int (as a tuple of `dims` copies when `dims` is given), or `dims` positive ints."
     if dims is None or isinstance(max_offset, (int, bool)) or not hasattr(max_offset, '__len__'):
         k = check_int('max_offset', max_offset)
         return k if dims is None else (k,) * dims
     if len(max_offset) != dims:
-        raise ValueError(f"max_offset={max_offset!r} must hold one clipping distance per dimension ({dims}), or be one int")
+        raise ValueError(
+            f"max_offset={max_offset!r} must hold one clipping distance per dimension ({dims}), or be one int"
+        )
     return tuple(check_int('max_offset', k) for k in max_offset)
+
 
 def _widths(max_offset, n: int, signed: bool) -> list[int]:
     return [2 * k + 1 if signed else k + 1 for k in ((max_offset,) * n if isinstance(max_offset, int) else max_offset)]
+
 
 def table_size(dims: int, max_offset: int | Sequence[int], signed: bool = True) -> int:
     "Entries of the table of clipped offsets: the product of (2k + 1), or of (k + 1) for distances (`signed=False`)."
     return math.prod(_widths(max_offset, dims, signed))
 
-def table_index(offsets: Tensor, # integer offsets [..., n]
-                max_offset: int | Sequence[int], # k, or k per dimension: each offset is clipped to [-k, k]
-                signed: bool = True # False: index the distances |offset| (clipped to k) instead
-               ) -> Tensor: # long [...], row-major into the table of clipped offsets
+
+def table_index(
+    offsets: Tensor,  # integer offsets [..., n]
+    max_offset: int | Sequence[int],  # k, or k per dimension: each offset is clipped to [-k, k]
+    signed: bool = True,  # False: index the distances |offset| (clipped to k) instead
+) -> Tensor:  # long [...], row-major into the table of clipped offsets
     "Where each offset's entry sits in a table of clipped offsets (or distances)."
     n = offsets.shape[-1]
     k = torch.tensor((max_offset,) * n if isinstance(max_offset, int) else tuple(max_offset), device=offsets.device)
     x = torch.minimum(torch.maximum(offsets, -k), k) + k if signed else torch.minimum(offsets.abs(), k)
     widths = _widths(max_offset, n, signed)
-    strides = torch.tensor([math.prod(widths[i + 1:]) for i in range(n)], device=offsets.device)
+    strides = torch.tensor([math.prod(widths[i + 1 :]) for i in range(n)], device=offsets.device)
     return (x.long() * strides).sum(-1)
 
 # %% ../../nbs/11_encodings.terms.ipynb #db11e197
-def positions(structure_size: Sequence[int], device=None) -> Tensor: # long [N, n]
+def positions(structure_size: Sequence[int], device=None) -> Tensor:  # long [N, n]
     "The integer coordinates of every token of `structure_size`, in the row-major order of the tokens."
     axes = [torch.arange(s, device=device) for s in structure_size]
     return torch.stack(torch.meshgrid(*axes, indexing='ij'), -1).reshape(-1, len(structure_size))
 
 # %% ../../nbs/11_encodings.terms.ipynb #a11d3428
-def pairs_per_axis(features: int, # features shared out, two per pair
-                   dims: int) -> list[int]: # pairs of each coordinate
+def pairs_per_axis(
+    features: int,  # features shared out, two per pair
+    dims: int,
+) -> list[int]:  # pairs of each coordinate
     "features/2 pairs shared out over `dims` coordinates as evenly as possible, the first coordinates first."
     p = features // 2
     return [p // dims + (k < p % dims) for k in range(dims)]
 
-def learned_table(rows: int, width: int, init_std: float = 0.02) -> nn.Parameter: # [rows, width]
+
+def learned_table(rows: int, width: int, init_std: float = 0.02) -> nn.Parameter:  # [rows, width]
     "A learned table of small truncated-normal entries (cut at two standard deviations)."
     check_positive('init_std', init_std)
     return nn.Parameter(nn.init.trunc_normal_(torch.empty(rows, width), std=init_std, a=-2 * init_std, b=2 * init_std))
 
 # %% ../../nbs/11_encodings.terms.ipynb #9413378f
-def reference_attention(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
-                        u: Tensor, # content bias [H, d_H]
-                        v: Tensor | None, # positional bias [H, d_H] of the query slot; None: no bias
-                        structure_size: Sequence[int],
-                        span_size: Sequence[int], # the window: keys farther than (SpanSize - 1) / 2 are dropped
-                        terms: PositionTerms) -> Tensor: # [B, H, N, d_H]
+def reference_attention(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # queries, keys, values [B, H, N, d_H]
+    u: Tensor,  # content bias [H, d_H]
+    v: Tensor | None,  # positional bias [H, d_H] of the query slot; None: no bias
+    structure_size: Sequence[int],
+    span_size: Sequence[int],  # the window: keys farther than (SpanSize - 1) / 2 are dropped
+    terms: PositionTerms,
+) -> Tensor:  # [B, H, N, d_H]
     "The attention of `terms` as a double loop over queries and keys (slow: a reference for tests)."
     B, H, N, d = q.shape
     pos = positions(structure_size, q.device)
-    if terms.rotate is not None: q, k, u = terms.rotate(q + u[:, None]), terms.rotate(k), torch.zeros_like(u)  # rotate first
+    if terms.rotate is not None:
+        q, k, u = terms.rotate(q + u[:, None]), terms.rotate(k), torch.zeros_like(u)  # rotate first
     vb = torch.zeros_like(u) if v is None else v
     out = []
     for i in range(N):
@@ -125,12 +153,17 @@ def reference_attention(q: Tensor, k: Tensor, value: Tensor, # queries, keys, va
         for j in range(N):
             delta = pos[j] - pos[i]
             a = ((q[:, :, i] + u) * k[:, :, j]).sum(-1)  # [B, H]
-            if terms.query is not None: a = a + ((q[:, :, i] + vb) * terms.query(delta)).sum(-1)
-            if terms.key is not None: a = a + (k[:, :, j] * terms.key(delta)).sum(-1)
-            if terms.factor is not None: a = a * terms.factor(delta)
+            if terms.query is not None:
+                a = a + ((q[:, :, i] + vb) * terms.query(delta)).sum(-1)
+            if terms.key is not None:
+                a = a + (k[:, :, j] * terms.key(delta)).sum(-1)
+            if terms.factor is not None:
+                a = a * terms.factor(delta)
             a = a * terms.scale / math.sqrt(d)
-            if terms.bias is not None: a = a + terms.bias(delta)
-            if any(abs(x) > (w - 1) // 2 for x, w in zip(delta.tolist(), span_size)): a = torch.full_like(a, -math.inf)
+            if terms.bias is not None:
+                a = a + terms.bias(delta)
+            if any(abs(x) > (w - 1) // 2 for x, w in zip(delta.tolist(), span_size)):
+                a = torch.full_like(a, -math.inf)
             logits.append(a)
             vals.append(value[:, :, j] + (terms.value(delta) if terms.value is not None else 0))
         w = torch.stack(logits, -1).softmax(-1)  # [B, H, N]
@@ -138,10 +171,13 @@ def reference_attention(q: Tensor, k: Tensor, value: Tensor, # queries, keys, va
     return torch.stack(out, 2)
 
 # %% ../../nbs/11_encodings.terms.ipynb #pa1a2b3d
-def pair_attention(q: Tensor, k: Tensor, value: Tensor, # queries (content bias included), keys, values [B, H, N, d_H]
-                   structure_size: Sequence[int],
-                   score: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor] # (q_i, k_j [B, H, d_H], p_i, p_j [n]) -> [B, H]
-                  ) -> Tensor: # [B, H, N, d_H]
+def pair_attention(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # queries (content bias included), keys, values [B, H, N, d_H]
+    structure_size: Sequence[int],
+    score: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],  # (q_i, k_j [B, H, d_H], p_i, p_j [n]) -> [B, H]
+) -> Tensor:  # [B, H, N, d_H]
     "Attention whose logit of query i and key j is score(q_i, k_j, p_i, p_j) / sqrt(d_H), as a double loop (a reference for tests)."
     B, H, N, d = q.shape
     pos = positions(structure_size, q.device)
@@ -152,15 +188,22 @@ def pair_attention(q: Tensor, k: Tensor, value: Tensor, # queries (content bias 
     return torch.stack(out, 2)
 
 # %% ../../nbs/11_encodings.terms.ipynb #eg1a2b3d
-def turned_attention(q: Tensor, k: Tensor, value: Tensor, # [B, H, N, d_H]
-                     rotate: Rotation) -> Tensor: # [B, H, N, d_H]
+def turned_attention(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # [B, H, N, d_H]
+    rotate: Rotation,
+) -> Tensor:  # [B, H, N, d_H]
     "Softmax attention of queries and keys each turned once by `rotate`: how the block computes a rotation encoding."
     return (rotate(q) @ rotate(k).mT / math.sqrt(q.shape[-1])).softmax(-1) @ value
 
-def equation_gap(encoding: nn.Module, # float64, with heads, d_head and terms(structure_size).rotate
-                 structure_size: Sequence[int],
-                 score: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor], # the encoding's equation, as pair_attention takes it
-                 seed: int = 0) -> float:
+
+def equation_gap(
+    encoding: nn.Module,  # float64, with heads, d_head and terms(structure_size).rotate
+    structure_size: Sequence[int],
+    score: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],  # the encoding's equation, as pair_attention takes it
+    seed: int = 0,
+) -> float:
     "Largest difference of outputs and gradients between turned_attention and the double loop of `score` (float64)."
     g = torch.Generator().manual_seed(seed)
     shape, N = (2, encoding.heads, math.prod(structure_size), encoding.d_head), math.prod(structure_size)
@@ -169,5 +212,7 @@ def equation_gap(encoding: nn.Module, # float64, with heads, d_head and terms(st
     wrt = (q, k, val, u, *encoding.parameters())
     got = turned_attention(q + u[:, None], k, val, encoding.terms(structure_size).rotate)
     want = pair_attention(q + u[:, None], k, val, structure_size, score)
-    pairs = zip((got, *torch.autograd.grad((got * dy).sum(), wrt)), (want, *torch.autograd.grad((want * dy).sum(), wrt)))
+    pairs = zip(
+        (got, *torch.autograd.grad((got * dy).sum(), wrt)), (want, *torch.autograd.grad((want * dy).sum(), wrt))
+    )
     return max((a - b).abs().max().item() for a, b in pairs)

@@ -10,9 +10,17 @@ __all__ = []
 # %% ../../nbs/39_experiment.ipynb #d3137295
 import importlib.util as _util
 
-_NEEDS = {'torchvision': 'torchvision', 'scipy': 'scipy', 'matplotlib': 'matplotlib', 'tqdm': 'tqdm',
-          'sklearn': 'scikit-learn', 'PIL': 'pillow'}  # module -> the package that provides it
+_NEEDS = {
+    'torchvision': 'torchvision',
+    'scipy': 'scipy',
+    'matplotlib': 'matplotlib',
+    'tqdm': 'tqdm',
+    'sklearn': 'scikit-learn',
+    'PIL': 'pillow',
+}  # module -> the package that provides it
 _missing = [pkg for mod, pkg in _NEEDS.items() if _util.find_spec(mod) is None]
 if _missing:
-    raise ImportError(f"posattn.experiment needs the experiments extra ({', '.join(_missing)} not installed): "
-                      f"pip install '.[experiments]' in a posattn checkout (or make setup there)")
+    raise ImportError(
+        f"posattn.experiment needs the experiments extra ({', '.join(_missing)} not installed): "
+        f"pip install '.[experiments]' in a posattn checkout (or make setup there)"
+    )

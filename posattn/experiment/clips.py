@@ -18,15 +18,20 @@ CLIP_CLASSES = ('right', 'left', 'down', 'up')
 _MOVES = np.array([(0, 1), (0, -1), (1, 0), (-1, 0)])  # (dy, dx) per frame of each class
 _DIGIT = 4  # a digit's side, in pixels
 
+
 def _small_digits() -> np.ndarray:
     "scikit-learn's 1,797 handwritten digits shrunk to 4 x 4 by 2 x 2 means, in [0, 1]: [1797, 4, 4]."
     from sklearn.datasets import load_digits
+
     d = load_digits().images.astype(np.float32) / 16
     return d.reshape(-1, _DIGIT, 2, _DIGIT, 2).mean((2, 4))
 
-def _layer(digits: np.ndarray, # [n, 4, 4]
-           where: np.ndarray, # [n, frames, 2]: the digit's top-left (row, column) in each frame
-           side: int) -> np.ndarray: # [n, frames, side, side]
+
+def _layer(
+    digits: np.ndarray,  # [n, 4, 4]
+    where: np.ndarray,  # [n, frames, 2]: the digit's top-left (row, column) in each frame
+    side: int,
+) -> np.ndarray:  # [n, frames, side, side]
     "Each digit drawn on a torus of side x side pixels at its place in every frame."
     n, frames = where.shape[:2]
     canvas = np.zeros((n, side, side), np.float32)
@@ -36,15 +41,18 @@ def _layer(digits: np.ndarray, # [n, 4, 4]
     return canvas[np.arange(n)[:, None, None, None], rows[..., :, None], cols[..., None, :]]
 
 # %% ../../nbs/40b_experiment.clips.ipynb #8a858729
-def make_clips(n: int = 10_000, # number of clips
-               frames: int = 4, # frames per clip (T)
-               side: int = 4, # frames are side x side pixels
-               seed: int = 0 # the generator's seed (the clips, not the split)
-              ) -> tuple[Tensor, Tensor, list[str]]: # pixels [n, frames, side, side, 1], labels [n], class names
+def make_clips(
+    n: int = 10_000,  # number of clips
+    frames: int = 4,  # frames per clip (T)
+    side: int = 4,  # frames are side x side pixels
+    seed: int = 0,  # the generator's seed (the clips, not the split)
+) -> tuple[Tensor, Tensor, list[str]]:  # pixels [n, frames, side, side, 1], labels [n], class names
     "`n` clips of a 4 x 4 handwritten digit moving one pixel a frame on a torus; the label is its direction."
     n, frames = check_int('n', n), check_int('frames', frames, 2)
-    try: side = check_int('side', side, _DIGIT)
-    except ValueError as e: raise ValueError(f"{e} (the frame holds a {_DIGIT}x{_DIGIT} digit)") from None
+    try:
+        side = check_int('side', side, _DIGIT)
+    except ValueError as e:
+        raise ValueError(f"{e} (the frame holds a {_DIGIT}x{_DIGIT} digit)") from None
     rng = np.random.default_rng(seed)
     digits = _small_digits()
     labels = rng.integers(0, len(CLIP_CLASSES), n)

@@ -15,63 +15,90 @@ from dataclasses import dataclass
 from fastcore.basics import patch
 from pathlib import Path
 from typing import Callable, Sequence
+
 try:
-    import cloudpickle, submitit # cloudpickle: submitit's own dependency
+    import cloudpickle, submitit  # cloudpickle: submitit's own dependency
     from submitit.helpers import Checkpointable, DelayedSubmission
 except ImportError as e:  # the one module of the platform that needs it: training and benchmarks run without
-    raise ImportError(f"posattn.experiment.cluster (sweeps, SLURM) needs submitit, of the experiments extra ({e}): "
-                      "pip install '.[experiments]' in a posattn checkout (or make setup there)") from e
+    raise ImportError(
+        f"posattn.experiment.cluster (sweeps, SLURM) needs submitit, of the experiments extra ({e}): "
+        "pip install '.[experiments]' in a posattn checkout (or make setup there)"
+    ) from e
 from ..core.checks import check_choice, check_int, check_positive
 
 # %% ../../nbs/45_experiment.cluster.ipynb #eb6a33e6
-def append_jsonl(path: str | Path, # a JSON-lines file, created with its folder when missing
-                 record: dict) -> None:
+def append_jsonl(
+    path: str | Path,  # a JSON-lines file, created with its folder when missing
+    record: dict,
+) -> None:
     "Append one JSON line with a single `write` on an O_APPEND descriptor: concurrent writers never interleave."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try: os.write(fd, (json.dumps(record, sort_keys=True) + '\n').encode())
-    finally: os.close(fd)
+    try:
+        os.write(fd, (json.dumps(record, sort_keys=True) + '\n').encode())
+    finally:
+        os.close(fd)
+
 
 def read_jsonl(path: str | Path) -> list[dict]:
     "The records of a JSON-lines file ([] when missing); a torn line (a writer killed mid-write) is skipped."
-    try: lines = Path(path).read_text().splitlines()
-    except FileNotFoundError: return []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return []
     out = []
     for line in lines:
-        try: out.append(json.loads(line))
-        except ValueError: pass
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
     return out
 
-def attempts(path: str | Path # a run's state file
-            ) -> list[dict]:
+
+def attempts(
+    path: str | Path,  # a run's state file
+) -> list[dict]:
     "One dict per attempt: its 'start' record, with 'end' (the status) and the end record's fields when it ended."
     out = {}
     for r in read_jsonl(path):
         a = out.setdefault(r.get('attempt'), {})
-        if r.get('event') == 'start': a.update({k: v for k, v in r.items() if k != 'event'})
+        if r.get('event') == 'start':
+            a.update({k: v for k, v in r.items() if k != 'event'})
         elif r.get('event') == 'end':
-            a.update({k: v for k, v in r.items() if k not in ('event', 'status', 'attempt', 'time')},
-                     end=r.get('status'), end_time=r.get('time'))
+            a.update(
+                {k: v for k, v in r.items() if k not in ('event', 'status', 'attempt', 'time')},
+                end=r.get('status'),
+                end_time=r.get('time'),
+            )
     return [out[k] for k in sorted(out, key=lambda k: (k is None, k or 0))]
 
 # %% ../../nbs/45_experiment.cluster.ipynb #50a63483
-def log_tail(path: str | Path, # a log file
-             n: int = 20 # how many lines
-            ) -> str:
+def log_tail(
+    path: str | Path,  # a log file
+    n: int = 20,  # how many lines
+) -> str:
     "The last `n` lines of a log ('' when it does not exist)."
     try:
         with open(path, 'rb') as f:
-            f.seek(0, os.SEEK_END); f.seek(max(0, f.tell() - 400 * n - 4096)); data = f.read()
-    except FileNotFoundError: return ''
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 400 * n - 4096))
+            data = f.read()
+    except FileNotFoundError:
+        return ''
     return '\n'.join(data.decode(errors='replace').splitlines()[-n:])
 
 # %% ../../nbs/45_experiment.cluster.ipynb #aa406e39
 _SLURM_VARS = ('SLURM_JOB_ID', 'SLURM_ARRAY_JOB_ID', 'SLURM_ARRAY_TASK_ID', 'SLURM_RESTART_COUNT')
 
+
 class RunFailed(RuntimeError):
     "A run's command failed; the message names the run and ends with its log's last lines."
 
-def _is_done(done) -> bool: return done is not None and (bool(done()) if callable(done) else Path(done).exists())
+
+def _is_done(done) -> bool:
+    return done is not None and (bool(done()) if callable(done) else Path(done).exists())
+
 
 def _check_task(name, cmd, env, done, lock, holder_env, busy, restart_when=None, restarts=0):
     "Raise a ValueError naming the first argument of RunTask that is not what it must be."
@@ -83,7 +110,8 @@ def _check_task(name, cmd, env, done, lock, holder_env, busy, restart_when=None,
         raise ValueError(f"env={env!r} must map names to strings (or to None, to remove a variable)")
     if not (done is None or callable(done) or isinstance(done, (str, os.PathLike))):
         raise ValueError(f"done={done!r} must be a path, a picklable predicate, or None")
-    if not (lock is None or callable(lock)): raise ValueError(f"lock={lock!r} must be a callable returning a context manager, or None")
+    if not (lock is None or callable(lock)):
+        raise ValueError(f"lock={lock!r} must be a callable returning a context manager, or None")
     if not (holder_env is None or (isinstance(holder_env, str) and holder_env.isidentifier())):
         raise ValueError(f"holder_env={holder_env!r} must be an environment variable's name, or None")
     if not (isinstance(busy, tuple) and all(isinstance(b, type) and issubclass(b, BaseException) for b in busy)):
@@ -92,103 +120,183 @@ def _check_task(name, cmd, env, done, lock, holder_env, busy, restart_when=None,
         raise ValueError(f"restart_when={restart_when!r} must be a picklable predicate of an attempt's output, or None")
     check_int('restarts', restarts, 0)
 
+
 class RunTask(Checkpointable):
     "One run's command line as a checkpointable submitit task: skipped when done, requeued on timeout or preemption."
-    _proc = _attempt = _ended = _t0 = None # one attempt's state: private attributes are never pickled
 
-    def __init__(self, name: str, # the run's name, e.g. 'span_2d-seed-9188'
-                 cmd: Sequence[str], # the command line, e.g. the papermill command of the run
-                 log: str | Path, # stdout and stderr of every attempt are appended here
-                 done: str | Path | Callable[[], bool] | None = None, # the run is done when this path exists (or this picklable predicate holds)
-                 cwd: str | Path | None = None, # the command's working directory (default: the current one)
-                 env: dict | None = None, # variables set for the command; a None value removes the variable
-                 state: str | Path | None = None, # the attempts file (default: '<log>.state.jsonl')
-                 grace_s: float = 10.0, # when stopping the command: seconds between SIGTERM and SIGKILL
-                 lock: Callable | None = None, # picklable; lock() is a context manager held while the command runs
-                 holder_env: str | None = None, # this variable tells the command the pid of the lock's holder (the task)
-                 busy: tuple = (), # exception types of entering the lock that mean: another process holds the run
-                 restart_when: Callable[[str], bool] | None = None, # picklable; true of a failed attempt's output when it failed before doing any work: started again at once
-                 restarts: int = 2): # at most this many such restarts in one call
-        _check_task(name, cmd, env, done=done, lock=lock, holder_env=holder_env, busy=busy, restart_when=restart_when, restarts=restarts)
+    _proc = _attempt = _ended = _t0 = None  # one attempt's state: private attributes are never pickled
+
+    def __init__(
+        self,
+        name: str,  # the run's name, e.g. 'span_2d-seed-9188'
+        cmd: Sequence[str],  # the command line, e.g. the papermill command of the run
+        log: str | Path,  # stdout and stderr of every attempt are appended here
+        done: str
+        | Path
+        | Callable[[], bool]
+        | None = None,  # the run is done when this path exists (or this picklable predicate holds)
+        cwd: str | Path | None = None,  # the command's working directory (default: the current one)
+        env: dict | None = None,  # variables set for the command; a None value removes the variable
+        state: str | Path | None = None,  # the attempts file (default: '<log>.state.jsonl')
+        grace_s: float = 10.0,  # when stopping the command: seconds between SIGTERM and SIGKILL
+        lock: Callable | None = None,  # picklable; lock() is a context manager held while the command runs
+        holder_env: str | None = None,  # this variable tells the command the pid of the lock's holder (the task)
+        busy: tuple = (),  # exception types of entering the lock that mean: another process holds the run
+        restart_when: Callable[[str], bool]
+        | None = None,  # picklable; true of a failed attempt's output when it failed before doing any work: started again at once
+        restarts: int = 2,
+    ):  # at most this many such restarts in one call
+        _check_task(
+            name,
+            cmd,
+            env,
+            done=done,
+            lock=lock,
+            holder_env=holder_env,
+            busy=busy,
+            restart_when=restart_when,
+            restarts=restarts,
+        )
         self.name, self.cmd, self.env, self.grace_s = name, [str(c) for c in cmd], dict(env or {}), float(grace_s)
         self.log = Path(log).absolute()
         self.state = Path(state).absolute() if state is not None else self.log.with_name(self.log.name + '.state.jsonl')
         self.cwd = Path(cwd).absolute() if cwd is not None else Path.cwd()
         self.done = done if done is None or callable(done) else Path(done).absolute()
-        self.lock, self.holder_env, self.busy, self.restart_when, self.restarts = lock, holder_env, busy, restart_when, restarts
-        self.slots = None # (folder, n): at most n runs at once on this machine (set by `submit` for the local executor)
-        self.turn = None # (folder, i): this task takes a slot after the array's tasks 0..i-1 (set by `submit`, local)
-        self.stop_file = None # once this file exists, no attempt starts (set by `submit` for the local executor)
+        self.lock, self.holder_env, self.busy, self.restart_when, self.restarts = (
+            lock,
+            holder_env,
+            busy,
+            restart_when,
+            restarts,
+        )
+        self.slots = (
+            None  # (folder, n): at most n runs at once on this machine (set by `submit` for the local executor)
+        )
+        self.turn = None  # (folder, i): this task takes a slot after the array's tasks 0..i-1 (set by `submit`, local)
+        self.stop_file = None  # once this file exists, no attempt starts (set by `submit` for the local executor)
 
-    def __getstate__(self) -> dict: return {k: v for k, v in self.__dict__.items() if not k.startswith('_')}
-    def __repr__(self) -> str: return f'RunTask({self.name!r})'
-    def __call__(self) -> dict: return self.run_once() # what submitit calls: one attempt (`run_once`, below)
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith('_')}
+
+    def __repr__(self) -> str:
+        return f'RunTask({self.name!r})'
+
+    def __call__(self) -> dict:
+        return self.run_once()  # what submitit calls: one attempt (`run_once`, below)
 
 # %% ../../nbs/45_experiment.cluster.ipynb #4eab75a4
-def _now() -> str: return time.strftime('%Y-%m-%dT%H:%M:%S')
+def _now() -> str:
+    return time.strftime('%Y-%m-%dT%H:%M:%S')
 
-def _child_setup(): # runs in the command's process before exec: submitit's signal is for the task, not the command
-    signal.signal(getattr(signal, 'SIG' + submitit.JobEnvironment.USR_SIG), signal.SIG_IGN) # USR2, or SUBMITIT_PREEMPT_SIGNAL
 
-def _job_id() -> str | None: # submitit's id of the running job ('12_3' for a SLURM array task), None outside a job
-    try: return submitit.JobEnvironment().job_id
-    except Exception: return None
+def _child_setup():  # runs in the command's process before exec: submitit's signal is for the task, not the command
+    signal.signal(
+        getattr(signal, 'SIG' + submitit.JobEnvironment.USR_SIG), signal.SIG_IGN
+    )  # USR2, or SUBMITIT_PREEMPT_SIGNAL
+
+
+def _job_id() -> str | None:  # submitit's id of the running job ('12_3' for a SLURM array task), None outside a job
+    try:
+        return submitit.JobEnvironment().job_id
+    except Exception:
+        return None
+
 
 @patch
 def _record_start(self: RunTask, n: int):
     rec = dict(event='start', attempt=n, time=_now(), host=socket.gethostname(), pid=os.getpid(), job_id=_job_id())
     rec.update({k.lower(): os.environ[k] for k in _SLURM_VARS if k in os.environ})
-    append_jsonl(self.state, rec); self._attempt, self._ended, self._t0 = n, False, time.time()
+    append_jsonl(self.state, rec)
+    self._attempt, self._ended, self._t0 = n, False, time.time()
+
 
 @patch
 def _record_end(self: RunTask, status: str, force: bool = False, **extra):
-    if self._ended and not force: return
-    append_jsonl(self.state, dict(event='end', attempt=self._attempt, time=_now(), status=status,
-                                  seconds=round(time.time() - self._t0, 3), **extra))
+    if self._ended and not force:
+        return
+    append_jsonl(
+        self.state,
+        dict(
+            event='end',
+            attempt=self._attempt,
+            time=_now(),
+            status=status,
+            seconds=round(time.time() - self._t0, 3),
+            **extra,
+        ),
+    )
     self._ended = True
 
-def _reap(p: subprocess.Popen): # collect the exit status without Popen.poll (see above)
-    if p.returncode is not None: return
-    try: pid, status = os.waitpid(p.pid, os.WNOHANG)
-    except ChildProcessError: return
-    if pid: p.returncode = os.waitstatus_to_exitcode(status)
 
-def _signal_group(pgid: int, sig: int = 0) -> bool: # send `sig` to a process group (0: none); whether the group is there
-    try: os.killpg(pgid, sig); return True
-    except (ProcessLookupError, PermissionError): return False
+def _reap(p: subprocess.Popen):  # collect the exit status without Popen.poll (see above)
+    if p.returncode is not None:
+        return
+    try:
+        pid, status = os.waitpid(p.pid, os.WNOHANG)
+    except ChildProcessError:
+        return
+    if pid:
+        p.returncode = os.waitstatus_to_exitcode(status)
+
+
+def _signal_group(
+    pgid: int, sig: int = 0
+) -> bool:  # send `sig` to a process group (0: none); whether the group is there
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
 
 @patch
 def _stop(self: RunTask):
     "Stop the command and every process it started: SIGTERM to its process group, SIGKILL after `grace_s`."
     p = self._proc
-    if p is None: return
-    for sig, wait_s in ((signal.SIGTERM, self.grace_s), (signal.SIGKILL, 2.0)): # killed processes go within milliseconds
+    if p is None:
+        return
+    for sig, wait_s in (
+        (signal.SIGTERM, self.grace_s),
+        (signal.SIGKILL, 2.0),
+    ):  # killed processes go within milliseconds
         _signal_group(p.pid, sig)
         deadline = time.time() + wait_s
-        while True: # until the group is gone (its leader reaped: a zombie still counts) or the deadline
+        while True:  # until the group is gone (its leader reaped: a zombie still counts) or the deadline
             _reap(p)
-            if not _signal_group(p.pid) or time.time() > deadline: break
+            if not _signal_group(p.pid) or time.time() > deadline:
+                break
             time.sleep(0.02)
+
 
 @patch
 def _pass_turn(self: RunTask):
     "Let the array's next task go for a slot (local executor), however this attempt goes; passing it again changes nothing."
-    if not self.turn: return
-    folder = Path(self.turn[0]); folder.mkdir(parents=True, exist_ok=True)
+    if not self.turn:
+        return
+    folder = Path(self.turn[0])
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / f'turn-{int(self.turn[1]) + 1}').touch()
+
 
 @patch
 def _acquire_slot(self: RunTask):
     "Wait for this task's turn (every earlier task has a slot or has left), then for one of the `slots`: its locked file."
     import fcntl
+
     if self.turn and int(self.turn[1]) > 0:
-        while not (Path(self.turn[0]) / f'turn-{int(self.turn[1])}').exists(): time.sleep(0.1)
-    folder, n = Path(self.slots[0]), int(self.slots[1]); folder.mkdir(parents=True, exist_ok=True)
+        while not (Path(self.turn[0]) / f'turn-{int(self.turn[1])}').exists():
+            time.sleep(0.1)
+    folder, n = Path(self.slots[0]), int(self.slots[1])
+    folder.mkdir(parents=True, exist_ok=True)
     while True:
         for i in range(n):
             f = open(folder / f'slot-{i}.lock', 'a')
-            try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); self._pass_turn(); return f
-            except BlockingIOError: f.close()
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._pass_turn()
+                return f
+            except BlockingIOError:
+                f.close()
         time.sleep(0.2)
 
 # %% ../../nbs/45_experiment.cluster.ipynb #1ff65348
@@ -196,37 +304,59 @@ def _acquire_slot(self: RunTask):
 def _on_term(self: RunTask, signum, frame):
     "SIGTERM: stop the command, record the attempt `terminated` (if it started) and leave at once, without a result."
     self._stop()
-    if self._attempt is not None: self._record_end('terminated', signal=signal.Signals(signum).name)
-    self._pass_turn(); os._exit(128 + signum)
+    if self._attempt is not None:
+        self._record_end('terminated', signal=signal.Signals(signum).name)
+    self._pass_turn()
+    os._exit(128 + signum)
+
 
 @patch
 def _no_run(self: RunTask, n: int, status: str, note: str = '') -> dict:
     "An attempt that does not run the command: done already (`skipped`) or held by another process (`busy`)."
-    self._record_start(n); self._record_end(status, **({'note': note[:500]} if note else {}))
+    self._record_start(n)
+    self._record_end(status, **({'note': note[:500]} if note else {}))
     return dict(name=self.name, status=status, attempt=n, seconds=0.0, **({'note': note} if note else {}))
+
 
 @patch
 def _start(self: RunTask, n: int):
     "Record the start, write the log's header, start the command (told who holds the lock, when there is one)."
-    self._record_start(n); self.log.parent.mkdir(parents=True, exist_ok=True)
+    self._record_start(n)
+    self.log.parent.mkdir(parents=True, exist_ok=True)
     holder = {self.holder_env: str(os.getpid())} if self.holder_env else {}
-    env = {k: v for k, v in {**os.environ, **self.env, **holder}.items() if v is not None} # None removes a variable
+    env = {k: v for k, v in {**os.environ, **self.env, **holder}.items() if v is not None}  # None removes a variable
     with open(self.log, 'a') as log:
         job = _job_id()
-        log.write(f"\n=== {self.name}: attempt {n} at {_now()} on {socket.gethostname()}{' job ' + job if job else ''}: "
-                  f"{' '.join(self.cmd)} ===\n"); log.flush()
-        self._proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.cwd,
-                                      env=env, start_new_session=True, preexec_fn=_child_setup)
+        log.write(
+            f"\n=== {self.name}: attempt {n} at {_now()} on {socket.gethostname()}{' job ' + job if job else ''}: "
+            f"{' '.join(self.cmd)} ===\n"
+        )
+        log.flush()
+        self._proc = subprocess.Popen(
+            self.cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.cwd,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_child_setup,
+        )
+
 
 @patch
 def _wait(self: RunTask) -> int:
     "The command's exit code; on submitit's requeue or an interruption, stop it, record the attempt and raise on."
-    try: return self._proc.wait()
-    except SystemExit: # submitit requeues after checkpoint()
-        self._stop(); self._record_end('requeued'); raise
-    except BaseException as e: # Ctrl-C, a local cancel, or submitit refusing to requeue (too many timeouts)
+    try:
+        return self._proc.wait()
+    except SystemExit:  # submitit requeues after checkpoint()
         self._stop()
-        self._record_end('failed' if isinstance(e, Exception) else 'interrupted', force=True, note=str(e)[:500] or type(e).__name__)
+        self._record_end('requeued')
+        raise
+    except BaseException as e:  # Ctrl-C, a local cancel, or submitit refusing to requeue (too many timeouts)
+        self._stop()
+        self._record_end(
+            'failed' if isinstance(e, Exception) else 'interrupted', force=True, note=str(e)[:500] or type(e).__name__
+        )
         raise
 
 # %% ../../nbs/45_experiment.cluster.ipynb #fbcb3a7c
@@ -236,194 +366,300 @@ def run_once(self: RunTask) -> dict:
     n = len(attempts(self.state)) + 1
     main = threading.current_thread() is threading.main_thread()
     old_term = signal.signal(signal.SIGTERM, self._on_term) if main else None
-    if main and self.stop_file and Path(self.stop_file).exists(): self._on_term(signal.SIGTERM, None) # see `stop`
+    if main and self.stop_file and Path(self.stop_file).exists():
+        self._on_term(signal.SIGTERM, None)  # see `stop`
     try:
-        if _is_done(self.done): return self._no_run(n, 'skipped')
+        if _is_done(self.done):
+            return self._no_run(n, 'skipped')
         with contextlib.ExitStack() as held:
-            if self.slots: held.enter_context(self._acquire_slot()) # the slot's lock file: closed (freed) when the attempt ends
+            if self.slots:
+                held.enter_context(self._acquire_slot())  # the slot's lock file: closed (freed) when the attempt ends
             if self.lock is not None:
-                try: held.enter_context(self.lock())
-                except self.busy as e: return self._no_run(n, 'busy', str(e))
-                if _is_done(self.done): return self._no_run(n, 'skipped', 'done meanwhile by the holder of its lock')
+                try:
+                    held.enter_context(self.lock())
+                except self.busy as e:
+                    return self._no_run(n, 'busy', str(e))
+                if _is_done(self.done):
+                    return self._no_run(n, 'skipped', 'done meanwhile by the holder of its lock')
             for k in range(self.restarts + 1):  # the slot and the lock stay held between restarts
                 size = self.log.stat().st_size if self.log.exists() else 0
-                self._start(n); code = self._wait()
-                if code == 0 or k == self.restarts or not self._restartable(size): break
-                self._record_end('failed', returncode=code, note='failed before doing any work (restart_when): started again')
+                self._start(n)
+                code = self._wait()
+                if code == 0 or k == self.restarts or not self._restartable(size):
+                    break
+                self._record_end(
+                    'failed', returncode=code, note='failed before doing any work (restart_when): started again'
+                )
                 n += 1
     finally:
-        if main: signal.signal(signal.SIGTERM, old_term)
+        if main:
+            signal.signal(signal.SIGTERM, old_term)
         self._pass_turn()
     if code == 0 and (self.done is None or _is_done(self.done)):
         self._record_end('ok')
         return dict(name=self.name, status='ok', attempt=n, seconds=round(time.time() - self._t0, 3))
-    if code: why, note = f'exited with code {code} (attempt {n})', {}
+    if code:
+        why, note = f'exited with code {code} (attempt {n})', {}
     else:
         missing = 'its done check says no' if callable(self.done) else f'{self.done} is missing'
         why, note = f'exited with 0 but the run is not done ({missing})', {'note': 'exit 0 but not done'}
     self._record_end('failed', returncode=code, **note)
     raise RunFailed(f"run {self.name!r} failed: its command {why}; last lines of {self.log}:\n{log_tail(self.log)}")
 
+
 @patch
 def _restartable(self: RunTask, since: int) -> bool:
     "Whether `restart_when` holds of what the attempt wrote to the log (from byte `since`)."
-    if self.restart_when is None: return False
-    with open(self.log, 'rb') as f: f.seek(since); return bool(self.restart_when(f.read().decode(errors='replace')))
+    if self.restart_when is None:
+        return False
+    with open(self.log, 'rb') as f:
+        f.seek(since)
+        return bool(self.restart_when(f.read().decode(errors='replace')))
+
 
 @patch
 def checkpoint(self: RunTask, *args, **kwargs) -> DelayedSubmission:
     "submitit's timeout/preemption hook: stop the command and resubmit this task (the command resumes from disk)."
     self._stop()
-    if self._attempt is not None: self._record_end('requeued')
+    if self._attempt is not None:
+        self._record_end('requeued')
     return Checkpointable.checkpoint(self, *args, **kwargs)
 
 # %% ../../nbs/45_experiment.cluster.ipynb #b5df74a9
 _TIME_FORMS = "minutes (90 or '90') or 'HH:MM:SS' ('48:00:00') or 'D-HH:MM:SS' ('2-00:00:00')"
 
-def parse_time(time: int | float | str # minutes, 'HH:MM:SS' or 'D-HH:MM:SS'
-              ) -> float:
+
+def parse_time(
+    time: int | float | str,  # minutes, 'HH:MM:SS' or 'D-HH:MM:SS'
+) -> float:
     "A time limit in seconds (> 0)."
     s = None
-    if isinstance(time, (int, float)) and not isinstance(time, bool): s = 60.0 * time
+    if isinstance(time, (int, float)) and not isinstance(time, bool):
+        s = 60.0 * time
     elif isinstance(time, str):
         t = time.strip()
-        if re.fullmatch(r'\d+(\.\d+)?', t): s = 60.0 * float(t)
+        if re.fullmatch(r'\d+(\.\d+)?', t):
+            s = 60.0 * float(t)
         elif m := re.fullmatch(r'(?:(\d+)-)?(\d+):([0-5]\d):([0-5]\d)', t):
-            d, h, mi, se = (int(x or 0) for x in m.groups()); s = float(((d * 24 + h) * 60 + mi) * 60 + se)
+            d, h, mi, se = (int(x or 0) for x in m.groups())
+            s = float(((d * 24 + h) * 60 + mi) * 60 + se)
     if s is None or not math.isfinite(s) or s <= 0:
         raise ValueError(f"time={time!r} is not a time limit > 0; accepted: {_TIME_FORMS}")
     return s
 
 # %% ../../nbs/45_experiment.cluster.ipynb #0539ede1
 KINDS = ('local', 'slurm')
-SLURM_ONLY = ('partition', 'gpus_per_run', 'cpus_per_run', 'mem_gb') # options that mean something only on SLURM
-COMMON = ('time', 'array_parallelism', 'signal_delay_s', 'max_timeouts') # options of both kinds
-NOT_SHARED = ('/tmp', '/var/tmp', '/dev/shm') # folders private to each machine
+SLURM_ONLY = ('partition', 'gpus_per_run', 'cpus_per_run', 'mem_gb')  # options that mean something only on SLURM
+COMMON = ('time', 'array_parallelism', 'signal_delay_s', 'max_timeouts')  # options of both kinds
+NOT_SHARED = ('/tmp', '/var/tmp', '/dev/shm')  # folders private to each machine
 
-def check_executor(kind: str, # 'local' or 'slurm'
-                   folder: str | Path, # submitit's folder (not created here)
-                   **options) -> dict: # the options of make_executor
+
+def check_executor(
+    kind: str,  # 'local' or 'slurm'
+    folder: str | Path,  # submitit's folder (not created here)
+    **options,
+) -> dict:  # the options of make_executor
     "Every check of `make_executor`, with nothing created: the options checked, SLURM's commands found; warns of a folder under /tmp."
     check_choice('kind', kind, KINDS)
     unknown = sorted(set(options) - set(SLURM_ONLY) - set(COMMON))
-    if unknown: raise ValueError(f"unknown option(s) {unknown}; accepted: {SLURM_ONLY + COMMON}")
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown}; accepted: {SLURM_ONLY + COMMON}")
     o = {k: v for k, v in options.items() if v is not None}
     if kind == 'local' and (given := [k for k in SLURM_ONLY if k in o]):
         raise ValueError(f"option(s) {given} only apply to kind='slurm' (given kind='local')")
-    if 'time' in o: o['time_s'] = parse_time(o.pop('time'))
-    elif kind == 'slurm': raise ValueError(f"time is required for kind='slurm' (submitit would ask for 5 minutes); accepted: {_TIME_FORMS}")
+    if 'time' in o:
+        o['time_s'] = parse_time(o.pop('time'))
+    elif kind == 'slurm':
+        raise ValueError(
+            f"time is required for kind='slurm' (submitit would ask for 5 minutes); accepted: {_TIME_FORMS}"
+        )
     if 'partition' in o and not (isinstance(o['partition'], str) and re.fullmatch(r'[\w.-]+', o['partition'])):
         raise ValueError(f"partition={o['partition']!r} must be a partition name, e.g. 'debug'")
-    for name, lo in (('gpus_per_run', 0), ('cpus_per_run', 1), ('array_parallelism', 1), ('signal_delay_s', 0), ('max_timeouts', 0)):
-        if name in o: o[name] = check_int(name, o[name], lo)
-    if 'mem_gb' in o: check_positive('mem_gb', o['mem_gb'])
+    for name, lo in (
+        ('gpus_per_run', 0),
+        ('cpus_per_run', 1),
+        ('array_parallelism', 1),
+        ('signal_delay_s', 0),
+        ('max_timeouts', 0),
+    ):
+        if name in o:
+            o[name] = check_int(name, o[name], lo)
+    if 'mem_gb' in o:
+        check_positive('mem_gb', o['mem_gb'])
     if 'signal_delay_s' in o and 'time_s' in o and o['signal_delay_s'] >= o['time_s']:
-        raise ValueError(f"signal_delay_s={o['signal_delay_s']} must be shorter than the time limit ({o['time_s']:g} s)")
+        raise ValueError(
+            f"signal_delay_s={o['signal_delay_s']} must be shorter than the time limit ({o['time_s']:g} s)"
+        )
     if kind == 'slurm':
         folder = Path(folder).absolute()
         if shared := [r for r in NOT_SHARED if folder.is_relative_to(r)]:
-            warnings.warn(f"folder={str(folder)!r} is under {shared[0]}, which is not shared between nodes: a task started "
-                          "on another node will not find its pickle, and what it writes beside it (results, checkpoints, "
-                          "logs) this machine never sees (use a folder on shared storage)")
+            warnings.warn(
+                f"folder={str(folder)!r} is under {shared[0]}, which is not shared between nodes: a task started "
+                "on another node will not find its pickle, and what it writes beside it (results, checkpoints, "
+                "logs) this machine never sees (use a folder on shared storage)"
+            )
         if missing := [c for c in ('sbatch', 'srun', 'sacct') if shutil.which(c) is None]:
             raise ValueError(f"kind='slurm' needs {missing} on PATH (not found): run this on a SLURM login node")
     return o
 
-def make_executor(kind: str, # 'local' (processes on this machine) or 'slurm' (one job array)
-                  folder: str | Path, # submitit's folder: pickles, its logs, and the manifest `status` reads
-                  **options # partition, gpus_per_run, cpus_per_run, mem_gb (slurm); time, array_parallelism, signal_delay_s, max_timeouts
-                 ) -> submitit.Executor:
+
+def make_executor(
+    kind: str,  # 'local' (processes on this machine) or 'slurm' (one job array)
+    folder: str | Path,  # submitit's folder: pickles, its logs, and the manifest `status` reads
+    **options,  # partition, gpus_per_run, cpus_per_run, mem_gb (slurm); time, array_parallelism, signal_delay_s, max_timeouts
+) -> submitit.Executor:
     "A submitit executor of `kind`, every option checked (`check_executor`) before anything is submitted."
     return executor_for(kind, folder, check_executor(kind, folder, **options))
 
-def executor_for(kind: str, folder: str | Path,
-                 checked: dict # the options as `check_executor` returned them: checked once, by the caller
-                ) -> submitit.Executor:
+
+def executor_for(
+    kind: str,
+    folder: str | Path,
+    checked: dict,  # the options as `check_executor` returned them: checked once, by the caller
+) -> submitit.Executor:
     "The submitit executor of `kind` with options already checked (a sweep checks before it plans, and builds after)."
     o, folder = checked, Path(folder).absolute()
     if kind == 'local':
         ex = submitit.LocalExecutor(folder, max_num_timeout=o.get('max_timeouts', 3))
-        ex.update_parameters(timeout_min=o.get('time_s', 7 * 24 * 3600) / 60, signal_delay_s=o.get('signal_delay_s', 30))
+        ex.update_parameters(
+            timeout_min=o.get('time_s', 7 * 24 * 3600) / 60, signal_delay_s=o.get('signal_delay_s', 30)
+        )
     else:
         ex = submitit.SlurmExecutor(folder, max_num_timeout=o.get('max_timeouts', 3))
-        p = dict(job_name='posattn', time=max(1, math.ceil(o['time_s'] / 60)), signal_delay_s=o.get('signal_delay_s', 120),
-                 additional_parameters={'requeue': True})
-        if 'partition' in o: p['partition'] = o['partition']
-        if o.get('gpus_per_run'): p['gpus_per_node'] = o['gpus_per_run']
-        if 'cpus_per_run' in o: p['cpus_per_task'] = o['cpus_per_run']
-        if 'mem_gb' in o: p['mem'] = f"{int(math.ceil(o['mem_gb'] * 1024))}MB"
-        if 'array_parallelism' in o: p['array_parallelism'] = o['array_parallelism']
+        p = dict(
+            job_name='posattn',
+            time=max(1, math.ceil(o['time_s'] / 60)),
+            signal_delay_s=o.get('signal_delay_s', 120),
+            additional_parameters={'requeue': True},
+        )
+        if 'partition' in o:
+            p['partition'] = o['partition']
+        if o.get('gpus_per_run'):
+            p['gpus_per_node'] = o['gpus_per_run']
+        if 'cpus_per_run' in o:
+            p['cpus_per_task'] = o['cpus_per_run']
+        if 'mem_gb' in o:
+            p['mem'] = f"{int(math.ceil(o['mem_gb'] * 1024))}MB"
+        if 'array_parallelism' in o:
+            p['array_parallelism'] = o['array_parallelism']
         ex.update_parameters(**p)
-    ex.posattn = dict(kind=kind, parallelism=o.get('array_parallelism')) # what `submit` needs to know
+    ex.posattn = dict(kind=kind, parallelism=o.get('array_parallelism'))  # what `submit` needs to know
     return ex
 
 # %% ../../nbs/45_experiment.cluster.ipynb #8b7dd221
-def _manifest(folder: str | Path) -> Path: return Path(folder) / 'runs.jsonl'
+def _manifest(folder: str | Path) -> Path:
+    return Path(folder) / 'runs.jsonl'
+
 
 def _check_submission(tasks, executor) -> dict:
     "The executor's posattn info; a ValueError for tasks that are not distinct RunTasks or an executor not made here."
     if not tasks or not all(isinstance(t, RunTask) for t in tasks):
         raise ValueError(f"tasks must be a non-empty list of RunTask, got {tasks!r}"[:300])
     names = [t.name for t in tasks]
-    if len(set(names)) != len(names): raise ValueError(f"tasks repeat run names: {sorted({n for n in names if names.count(n) > 1})}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"tasks repeat run names: {sorted({n for n in names if names.count(n) > 1})}")
     info = getattr(executor, 'posattn', None)
-    if info is None: raise ValueError(f"executor={executor!r} was not made by make_executor")
+    if info is None:
+        raise ValueError(f"executor={executor!r} was not made by make_executor")
     return info
+
 
 def _submit_array(executor, tasks: list, local: bool) -> list:
     "submitit's submit_array; local processes start with SIGINT ignored (Ctrl-C is the submitting process's)."
-    if not local or threading.current_thread() is not threading.main_thread(): return executor.submit_array(tasks)
+    if not local or threading.current_thread() is not threading.main_thread():
+        return executor.submit_array(tasks)
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try: return executor.submit_array(tasks)
-    finally: signal.signal(signal.SIGINT, old)
+    try:
+        return executor.submit_array(tasks)
+    finally:
+        signal.signal(signal.SIGINT, old)
+
 
 def task_modules() -> list:
     "The modules whose code travels inside every task's pickle: this one and the checks RunTask's constructor uses."
-    if __name__ not in sys.modules or __name__ == '__main__': return []
+    if __name__ not in sys.modules or __name__ == '__main__':
+        return []
     return [sys.modules[__name__], sys.modules[check_int.__module__]]
 
-def submit(tasks: Sequence[RunTask], # the runs, with distinct names
-           executor: submitit.Executor, # from make_executor
-           by_value: Sequence = (), # modules whose code travels in the pickles (tasks need not import them)
-           watch: str | None = None # how to watch the runs, printed (default: this module's status call)
-          ) -> list:
+
+def submit(
+    tasks: Sequence[RunTask],  # the runs, with distinct names
+    executor: submitit.Executor,  # from make_executor
+    by_value: Sequence = (),  # modules whose code travels in the pickles (tasks need not import them)
+    watch: str | None = None,  # how to watch the runs, printed (default: this module's status call)
+) -> list:
     "Submit every task as one job array (one process per task locally); print the job ids and where the logs go."
-    tasks = list(tasks); info = _check_submission(tasks, executor)
+    tasks = list(tasks)
+    info = _check_submission(tasks, executor)
     folder, local = Path(executor.folder), info['kind'] == 'local'
     for m in task_modules() + list(by_value):
-        cloudpickle.register_pickle_by_value(m) # ship the code inside the pickles: a task starts without importing it
-    own = folder / 'slots' / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{id(tasks)}" # this submission's slots and turns
+        cloudpickle.register_pickle_by_value(m)  # ship the code inside the pickles: a task starts without importing it
+    own = (
+        folder / 'slots' / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{id(tasks)}"
+    )  # this submission's slots and turns
     for i, t in enumerate(tasks):
         ordered = local and info['parallelism']
         t.slots, t.turn = ((str(own), info['parallelism']), (str(own), i)) if ordered else (None, None)
         t.stop_file = str(own / 'stopped') if local else None
     jobs = _submit_array(executor, tasks, local)
-    for j in jobs: j.posattn_stop_file = own / 'stopped' if local else None # what `stop` writes
+    for j in jobs:
+        j.posattn_stop_file = own / 'stopped' if local else None  # what `stop` writes
     for t, j in zip(tasks, jobs):
-        append_jsonl(_manifest(folder), dict(name=t.name, job_id=str(j.job_id), kind=info['kind'], host=socket.gethostname(),
-                                             log=str(t.log), state=str(t.state), time=_now(),
-                                             done=None if t.done is None or callable(t.done) else str(t.done)))
+        append_jsonl(
+            _manifest(folder),
+            dict(
+                name=t.name,
+                job_id=str(j.job_id),
+                kind=info['kind'],
+                host=socket.gethostname(),
+                log=str(t.log),
+                state=str(t.state),
+                time=_now(),
+                done=None if t.done is None or callable(t.done) else str(t.done),
+            ),
+        )
     ids = [str(j.job_id) for j in jobs]
-    if local: what = f"{len(ids)} local process(es) {', '.join(ids)}" + (f", {info['parallelism']} at a time" if info['parallelism'] else '')
-    else: what = f"SLURM array job {ids[0].split('_')[0]} (tasks {ids[0]} .. {ids[-1]})" if len(ids) > 1 else f"SLURM job {ids[0]}"
-    print(f"submitted {len(tasks)} run(s) as {what}\n  runs' logs: {', '.join(sorted({str(t.log.parent) for t in tasks}))}\n"
-          f"  submitit's logs and pickles: {folder}\n  status: {watch or f'status({str(folder)!r})'}", flush=True)
+    if local:
+        what = f"{len(ids)} local process(es) {', '.join(ids)}" + (
+            f", {info['parallelism']} at a time" if info['parallelism'] else ''
+        )
+    else:
+        what = (
+            f"SLURM array job {ids[0].split('_')[0]} (tasks {ids[0]} .. {ids[-1]})"
+            if len(ids) > 1
+            else f"SLURM job {ids[0]}"
+        )
+    print(
+        f"submitted {len(tasks)} run(s) as {what}\n  runs' logs: {', '.join(sorted({str(t.log.parent) for t in tasks}))}\n"
+        f"  submitit's logs and pickles: {folder}\n  status: {watch or f'status({str(folder)!r})'}",
+        flush=True,
+    )
     return jobs
 
-def stop(jobs: Sequence, # jobs returned by submit
-         timeout_s: float = 60.0) -> None: # local: how long to wait for the processes to end
+
+def stop(
+    jobs: Sequence,  # jobs returned by submit
+    timeout_s: float = 60.0,
+) -> None:  # local: how long to wait for the processes to end
     "End submitted runs: scancel on SLURM; locally SIGTERM to each controller (repeated until it has ended)."
     slurm = [j for j in jobs if not isinstance(j, submitit.local.local.LocalJob)]
-    if slurm: subprocess.run(['scancel', *sorted({str(j.job_id) for j in slurm})], capture_output=True)
+    if slurm:
+        subprocess.run(['scancel', *sorted({str(j.job_id) for j in slurm})], capture_output=True)
     local, deadline = [j for j in jobs if isinstance(j, submitit.local.local.LocalJob)], time.time() + timeout_s
-    for f in {f for j in local if (f := getattr(j, 'posattn_stop_file', None))}: # first: a task not yet listening sees it
-        f.parent.mkdir(parents=True, exist_ok=True); f.touch()
+    for f in {
+        f for j in local if (f := getattr(j, 'posattn_stop_file', None))
+    }:  # first: a task not yet listening sees it
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.touch()
     while (alive := [j for j in local if not j.done()]) and time.time() < deadline:
-        for j in alive: # again each second: a controller that had not started its task yet passes it on then
-            try: os.kill(int(j.job_id), signal.SIGTERM)
-            except (ProcessLookupError, ValueError): pass
+        for j in alive:  # again each second: a controller that had not started its task yet passes it on then
+            try:
+                os.kill(int(j.job_id), signal.SIGTERM)
+            except (ProcessLookupError, ValueError):
+                pass
         for _ in range(20):
-            if all(j.done() for j in alive): break
+            if all(j.done() for j in alive):
+                break
             time.sleep(0.05)
 
 # %% ../../nbs/45_experiment.cluster.ipynb #84f54682
@@ -431,72 +667,115 @@ STATES = ('pending', 'running', 'done', 'failed')
 _SLURM_PENDING = {'PENDING', 'REQUEUED', 'REQUEUE_HOLD', 'REQUEUE_FED', 'SUSPENDED', 'RESIZING', 'PREEMPTED'}
 _SLURM_RUNNING = {'RUNNING', 'COMPLETING', 'CONFIGURING', 'STAGE_OUT', 'SIGNALING'}
 
+
 @dataclass
 class RunStatus:
     "One run's state (pending, running, done or failed), its attempts and requeues, and why it failed."
+
     name: str
     state: str
     attempts: int = 0
     requeues: int = 0
     job_id: str | None = None
-    scheduler: str | None = None # SLURM's state (sacct) when known
+    scheduler: str | None = None  # SLURM's state (sacct) when known
     log: str | None = None
     note: str = ''
-    tail: str = '' # the log's last lines, for a failed run
+    tail: str = ''  # the log's last lines, for a failed run
 
-def sacct_states(job_ids: Sequence[str] # SLURM job ids, '12' or '12_3'
-                ) -> dict:
+
+def sacct_states(
+    job_ids: Sequence[str],  # SLURM job ids, '12' or '12_3'
+) -> dict:
     "SLURM's state of each job from `sacct` ({} without sacct or when it fails); array ranges ('12_[3-5%2]') are expanded."
     arrays = sorted({j.split('_')[0] for j in job_ids})
-    if not arrays or shutil.which('sacct') is None: return {}
-    try: out = subprocess.run(['sacct', '-n', '-P', '-X', '-o', 'JobID,State', '-j', ','.join(arrays)],
-                              capture_output=True, text=True, timeout=60, check=True).stdout
-    except (subprocess.SubprocessError, OSError): return {}
-    info = submitit.slurm.slurm.SlurmInfoWatcher().read_info('JobID|State\n' + out) # submitit's reader: it expands the ranges
-    return {jid: s.get('State', '').split(' ')[0] for jid, s in info.items()} # 'CANCELLED by 0' -> 'CANCELLED'
+    if not arrays or shutil.which('sacct') is None:
+        return {}
+    try:
+        out = subprocess.run(
+            ['sacct', '-n', '-P', '-X', '-o', 'JobID,State', '-j', ','.join(arrays)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    except (subprocess.SubprocessError, OSError):
+        return {}
+    info = submitit.slurm.slurm.SlurmInfoWatcher().read_info(
+        'JobID|State\n' + out
+    )  # submitit's reader: it expands the ranges
+    return {jid: s.get('State', '').split(' ')[0] for jid, s in info.items()}  # 'CANCELLED by 0' -> 'CANCELLED'
 
-def _alive(pid) -> bool: # a live process of this machine (a zombie is not)
-    try: os.kill(int(pid), 0)
-    except (OSError, TypeError, ValueError): return False
-    try: return Path(f'/proc/{int(pid)}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
-    except OSError: return True
+
+def _alive(pid) -> bool:  # a live process of this machine (a zombie is not)
+    try:
+        os.kill(int(pid), 0)
+    except (OSError, TypeError, ValueError):
+        return False
+    try:
+        return Path(f'/proc/{int(pid)}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return True
+
 
 def _run_status(m: dict, sched: str | None) -> RunStatus:
     "One run's state from its manifest line `m` and SLURM's state (see the rules above)."
     every = attempts(m['state'])
-    atts = [a for a in every if a.get('end') not in ('skipped', 'busy')] # the attempts that ran the command
+    atts = [a for a in every if a.get('end') not in ('skipped', 'busy')]  # the attempts that ran the command
     ends = [a.get('end') for a in atts]
     requeues = sum(e in ('requeued', 'terminated') or (e is None and i < len(atts) - 1) for i, e in enumerate(ends))
-    r = RunStatus(m['name'], 'pending', len(atts), requeues=requeues, job_id=m.get('job_id'), scheduler=sched,
-                  log=m.get('log'))
+    r = RunStatus(
+        m['name'], 'pending', len(atts), requeues=requeues, job_id=m.get('job_id'), scheduler=sched, log=m.get('log')
+    )
     last = ([a for a in every if a.get('end') != 'busy'] or [{}])[-1]
-    busy = every[-1] if every and every[-1].get('end') == 'busy' and every[-1].get('time', '') >= m.get('time', '') else None
-    if (m.get('done') and Path(m['done']).exists()) or last.get('end') in ('ok', 'skipped'): r.state = 'done'
-    elif sched in _SLURM_PENDING: r.state = 'pending'
-    elif sched in _SLURM_RUNNING: r.state = 'running'
-    elif busy: r.state, r.note = 'failed', f"not run: {busy.get('note') or 'another process held its lock'}"
-    elif last.get('end') == 'failed': r.state, r.note = 'failed', last.get('note') or f"exit code {last.get('returncode')}"
-    elif sched: r.state, r.note = 'failed', f'ended by SLURM without a result'
+    busy = (
+        every[-1]
+        if every and every[-1].get('end') == 'busy' and every[-1].get('time', '') >= m.get('time', '')
+        else None
+    )
+    if (m.get('done') and Path(m['done']).exists()) or last.get('end') in ('ok', 'skipped'):
+        r.state = 'done'
+    elif sched in _SLURM_PENDING:
+        r.state = 'pending'
+    elif sched in _SLURM_RUNNING:
+        r.state = 'running'
+    elif busy:
+        r.state, r.note = 'failed', f"not run: {busy.get('note') or 'another process held its lock'}"
+    elif last.get('end') == 'failed':
+        r.state, r.note = 'failed', last.get('note') or f"exit code {last.get('returncode')}"
+    elif sched:
+        r.state, r.note = 'failed', f'ended by SLURM without a result'
     elif last and last.get('end') is None:
-        if last.get('host') != socket.gethostname() or _alive(last.get('pid')): r.state = 'running'
-        else: r.state, r.note = 'failed', f"attempt {last.get('attempt')} ended without a status (killed?)"
+        if last.get('host') != socket.gethostname() or _alive(last.get('pid')):
+            r.state = 'running'
+        else:
+            r.state, r.note = 'failed', f"attempt {last.get('attempt')} ended without a status (killed?)"
     elif m.get('kind') == 'local' and m.get('host') == socket.gethostname() and not _alive(m.get('job_id')):
-        r.state, r.note = 'failed', f"its local executor process {m.get('job_id')} is gone" + (
-            f" (attempt {last['attempt']} {last['end']})" if last.get('end') else '')
-    if r.state == 'failed': r.tail = log_tail(m['log'])
+        r.state, r.note = (
+            'failed',
+            f"its local executor process {m.get('job_id')} is gone"
+            + (f" (attempt {last['attempt']} {last['end']})" if last.get('end') else ''),
+        )
+    if r.state == 'failed':
+        r.tail = log_tail(m['log'])
     return r
 
-def status(folder: str | Path # the folder given to make_executor
-          ) -> list[RunStatus]:
+
+def status(
+    folder: str | Path,  # the folder given to make_executor
+) -> list[RunStatus]:
     "Every run submitted from `folder` (its latest submission): pending, running, done or failed, attempts, requeues."
     latest = {m['name']: m for m in read_jsonl(_manifest(folder))}
     sched = sacct_states([m['job_id'] for m in latest.values() if m.get('kind') == 'slurm'])
     return [_run_status(m, sched.get(m['job_id'])) for m in latest.values()]
 
+
 def status_table(rows: Sequence[RunStatus]) -> str:
     "The rows as a text table, each failed run followed by its log's last lines, then the counts."
     lines = [f"{'run':28} {'state':8} {'attempts':>8} {'requeues':>8}  {'job':10} {'SLURM':10} note"]
     for r in rows:
-        lines.append(f"{r.name:28} {r.state:8} {r.attempts:>8} {r.requeues:>8}  {str(r.job_id or ''):10} {r.scheduler or '':10} {r.note}".rstrip())
-        if r.state == 'failed': lines += [f"    | {l}" for l in r.tail.splitlines()[-10:]] + [f"    log: {r.log}"]
+        lines.append(
+            f"{r.name:28} {r.state:8} {r.attempts:>8} {r.requeues:>8}  {str(r.job_id or ''):10} {r.scheduler or '':10} {r.note}".rstrip()
+        )
+        if r.state == 'failed':
+            lines += [f"    | {l}" for l in r.tail.splitlines()[-10:]] + [f"    log: {r.log}"]
     return '\n'.join(lines + [', '.join(f'{sum(r.state == s for r in rows)} {s}' for s in STATES)])

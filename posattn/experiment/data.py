@@ -26,8 +26,10 @@ VOLUMES = ('probe3d', 'clips')  # the datasets of volumes and clips [n, T, H, W,
 CIFAR_CLASSES = ('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck')
 _IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg', '.bmp')
 
+
 def _load_digits() -> tuple[Tensor, Tensor, list[str]]:
     from sklearn.datasets import load_digits
+
     digits = load_digits()
     x = torch.tensor(digits.images, dtype=torch.float32)[..., None] / 16  # [1797, 8, 8, 1] in [0, 1]
     return x, torch.tensor(digits.target, dtype=torch.long), [str(c) for c in digits.target_names]
@@ -36,55 +38,74 @@ def _load_digits() -> tuple[Tensor, Tensor, list[str]]:
 def _load_torchvision(root: Path, download: bool = True) -> tuple[Tensor, Tensor, list[str]]:
     "The CIFAR-10 training images via torchvision, as uint8 [50000, 32, 32, 3]."
     from torchvision.datasets import CIFAR10
-    try: ds = CIFAR10(str(root), train=True, download=download)
+
+    try:
+        ds = CIFAR10(str(root), train=True, download=download)
     except Exception as e:  # the message says it all; torchvision's traceback hid it
-        raise RuntimeError(f"dataset='cifar10': could not load CIFAR-10 from {root} ({type(e).__name__}: {e}). "
-                           f"Without internet, pass data_root=PATH (dataset='imagefolder') pointing at an ImageFolder "
-                           f"copy of the CIFAR-10 training images (PATH/<class>/<image>: 10 class folders of 32x32 RGB "
-                           f"images; see data/README.md), or put torchvision's 'cifar-10-python.tar.gz' into {root} "
-                           f"and rerun.") from None
+        raise RuntimeError(
+            f"dataset='cifar10': could not load CIFAR-10 from {root} ({type(e).__name__}: {e}). "
+            f"Without internet, pass data_root=PATH (dataset='imagefolder') pointing at an ImageFolder "
+            f"copy of the CIFAR-10 training images (PATH/<class>/<image>: 10 class folders of 32x32 RGB "
+            f"images; see data/README.md), or put torchvision's 'cifar-10-python.tar.gz' into {root} "
+            f"and rerun."
+        ) from None
     return torch.from_numpy(ds.data), torch.tensor(ds.targets, dtype=torch.long), list(ds.classes)
 
 # %% ../../nbs/41_experiment.data.ipynb #24c78a75
 def _class_folders(root: Path) -> list[tuple[str, list[Path]]]:
     "The class folders of an ImageFolder copy of CIFAR-10 and their image files, checked for shape."
     from PIL import Image
+
     expected = "an ImageFolder copy of the CIFAR-10 training images: 10 class folders of 32x32 RGB images"
-    if not root.is_dir(): raise ValueError(f"data_root={str(root)!r} does not exist; expected {expected}")
+    if not root.is_dir():
+        raise ValueError(f"data_root={str(root)!r} does not exist; expected {expected}")
     classes = sorted(p for p in root.iterdir() if p.is_dir())
     if len(classes) != 10:
-        raise ValueError(f"data_root={str(root)!r} has {len(classes)} folder(s) "
-                         f"{[p.name for p in classes][:12]}; expected {expected}")
+        raise ValueError(
+            f"data_root={str(root)!r} has {len(classes)} folder(s) "
+            f"{[p.name for p in classes][:12]}; expected {expected}"
+        )
     folders = []
     for c in classes:
         files = sorted(f for f in c.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
-        if not files: raise ValueError(f"data_root={str(root)!r}: folder {c.name!r} has no images; expected {expected}")
+        if not files:
+            raise ValueError(f"data_root={str(root)!r}: folder {c.name!r} has no images; expected {expected}")
         with Image.open(files[0]) as im:  # a sample of the folder
             if im.size != (32, 32) or im.mode != 'RGB':
                 raise ValueError(f"{files[0]} is a {im.size[0]}x{im.size[1]} {im.mode} image; expected {expected}")
         folders.append((c.name, files))
     return folders
 
+
 def _decode_folder(root: Path) -> tuple[Tensor, Tensor, list[str]]:
     "Every image of an ImageFolder copy of CIFAR-10, as uint8 [n, 32, 32, 3]."
     from PIL import Image
+
     folders = _class_folders(root)
     images, labels = [], []
     for label, (name, files) in enumerate(folders):
         for f in files:
-            with Image.open(f) as im: a = np.asarray(im.convert('RGB'))
-            if a.shape != (32, 32, 3): raise ValueError(f"{f} has shape {a.shape}; expected 32x32 RGB")
-            images.append(a); labels.append(label)
+            with Image.open(f) as im:
+                a = np.asarray(im.convert('RGB'))
+            if a.shape != (32, 32, 3):
+                raise ValueError(f"{f} has shape {a.shape}; expected 32x32 RGB")
+            images.append(a)
+            labels.append(label)
     return torch.from_numpy(np.stack(images)), torch.tensor(labels), [n for n, _ in folders]
 
 # %% ../../nbs/41_experiment.data.ipynb #b1016cd8
-def _resize(x: Tensor, # images [n, H, W, C]
-            resolution: int | None) -> Tensor: # [n, resolution, resolution, C], same dtype
+def _resize(
+    x: Tensor,  # images [n, H, W, C]
+    resolution: int | None,
+) -> Tensor:  # [n, resolution, resolution, C], same dtype
     "Shrink square images by area averaging (each output pixel is the mean of the input block it covers)."
-    if resolution is None or resolution == x.shape[1]: return x
+    if resolution is None or resolution == x.shape[1]:
+        return x
     if resolution > x.shape[1]:
-        raise ValueError(f"resolution={resolution} is larger than the images ({x.shape[1]}x{x.shape[2]}); "
-                         f"only downsampling is supported")
+        raise ValueError(
+            f"resolution={resolution} is larger than the images ({x.shape[1]}x{x.shape[2]}); "
+            f"only downsampling is supported"
+        )
     y = F.interpolate(x.permute(0, 3, 1, 2).float(), size=(resolution, resolution), mode='area').permute(0, 2, 3, 1)
     return y.round().clamp(0, 255).to(torch.uint8) if x.dtype == torch.uint8 else y
 
@@ -94,11 +115,14 @@ def _cache_key(dataset: str, root: Path, resolution: int | None) -> str:
     h = hashlib.sha1(str(root.resolve()).encode())
     if dataset == 'imagefolder':
         for f in sorted(root.glob('*/*')):
-            st = f.stat(); h.update(f'{f.relative_to(root).as_posix()}:{st.st_size}:{st.st_mtime_ns}\n'.encode())
+            st = f.stat()
+            h.update(f'{f.relative_to(root).as_posix()}:{st.st_size}:{st.st_mtime_ns}\n'.encode())
     return f"{dataset}-{h.hexdigest()[:10]}-{resolution or 'full'}.pt"
 
-def _cached_cifar(dataset: str, root: Path, resolution: int | None, cache_dir: Path,
-                  download: bool = True) -> tuple[Tensor, Tensor, list[str]]:
+
+def _cached_cifar(
+    dataset: str, root: Path, resolution: int | None, cache_dir: Path, download: bool = True
+) -> tuple[Tensor, Tensor, list[str]]:
     "uint8 CIFAR images [n, r, r, 3], labels and class names, from `cache_dir` or decoded and cached there."
     path = cache_dir / _cache_key(dataset, root, resolution)
     if path.exists():
@@ -110,16 +134,20 @@ def _cached_cifar(dataset: str, root: Path, resolution: int | None, cache_dir: P
     return x, y, names
 
 # %% ../../nbs/41_experiment.data.ipynb #e301bf70
-def split_indices(n: int, # number of images
-                  seed: int, # the RandomState
-                  train_fraction: float = 0.8) -> tuple[np.ndarray, np.ndarray]:
+def split_indices(
+    n: int,  # number of images
+    seed: int,  # the RandomState
+    train_fraction: float = 0.8,
+) -> tuple[np.ndarray, np.ndarray]:
     "The RandomState's train and validation indices: a permutation of range(n), cut at `train_fraction`."
     perm = np.random.RandomState(seed).permutation(n)
     cut = int(round(train_fraction * n))
     return perm[:cut], perm[cut:]
 
+
 def _subset(idx: np.ndarray, size: int | None, name: str) -> np.ndarray:
-    if size is None: return idx
+    if size is None:
+        return idx
     if not (isinstance(size, int) and 1 <= size <= len(idx)):
         raise ValueError(f"{name}={size!r} must be an integer between 1 and {len(idx)} (the whole {name[:-5]} split)")
     return idx[:size]
@@ -127,17 +155,22 @@ def _subset(idx: np.ndarray, size: int | None, name: str) -> np.ndarray:
 # %% ../../nbs/41_experiment.data.ipynb #82f6d146
 LAYOUTS = ('1d', '2d', '3d')
 
+
 @dataclass
 class Splits:
     "Normalised images (channels last) and labels of the train and validation parts of one RandomState."
-    train_x: Tensor # [n_train, *S, C]
-    train_y: Tensor # [n_train]
-    val_x: Tensor # [n_val, *S, C]
-    val_y: Tensor # [n_val]
-    structure_size: tuple[int, ...] # S
+
+    train_x: Tensor  # [n_train, *S, C]
+    train_y: Tensor  # [n_train]
+    val_x: Tensor  # [n_val, *S, C]
+    val_y: Tensor  # [n_val]
+    structure_size: tuple[int, ...]  # S
     classes: list[str]
+
     @property
-    def channels(self) -> int: return self.train_x.shape[-1]
+    def channels(self) -> int:
+        return self.train_x.shape[-1]
+
 
 def _source(dataset: str, data_root, resolution, cache_dir) -> tuple[Tensor, Tensor, list[str]]:
     "Pixels in [0, 1] [n, H, W, C] (volumes and clips [n, T, H, W, C]), labels and class names of `dataset`."
@@ -145,27 +178,36 @@ def _source(dataset: str, data_root, resolution, cache_dir) -> tuple[Tensor, Ten
         x, y, names = _load_digits()
         return _resize(x, resolution), y, names
     # synthetic data is drawn at the requested side, never resized
-    if dataset == 'probe': return make_probe(side=resolution or 16)
-    if dataset == 'probe3d': return make_probe(side=resolution or 4, dims=3)
-    if dataset == 'clips': return make_clips(side=resolution or 4)
+    if dataset == 'probe':
+        return make_probe(side=resolution or 16)
+    if dataset == 'probe3d':
+        return make_probe(side=resolution or 4, dims=3)
+    if dataset == 'clips':
+        return make_clips(side=resolution or 4)
     root = project_root() / (data_root if data_root is not None else 'data')  # relative: from the project root
     cache = Path(cache_dir) if cache_dir is not None else project_root() / 'data' / 'cache'
     x, y, names = _cached_cifar(dataset, root, resolution, cache)
     return x.float() / 255, y, names  # ToTensor's scaling
 
+
 def _check_resolution(dataset: str, resolution) -> int | tuple[int, ...] | None:
     "`resolution` checked: None or an int; for the probe, drawn at its size, also one size per axis."
-    if dataset == 'probe' and isinstance(resolution, (tuple, list)): return tuple(check_int('resolution', r) for r in resolution)
+    if dataset == 'probe' and isinstance(resolution, (tuple, list)):
+        return tuple(check_int('resolution', r) for r in resolution)
     return check_int('resolution', resolution, none=True)
 
-def load_data(dataset: str = 'digits', # one of DATASETS
-              layout: str = '2d', # '2d': S = [H, W] (a volume's frames side by side: [H, T * W]); '1d': S = [H * W]; '3d': [T, H, W]
-              seed: int = 9188, # the RandomState of the split
-              data_root: str | Path | None = None, # ImageFolder or torchvision directory; relative to the project root
-              resolution: int | None = None, # downsample to resolution x resolution (the probe: drawn so, or (rows, columns)); None keeps the size
-              train_size: int | None = None, # first images of the training part; None: all
-              val_size: int | None = None, # first images of the validation part; None: all
-              cache_dir: str | Path | None = None) -> Splits: # default: data/cache under the project root
+
+def load_data(
+    dataset: str = 'digits',  # one of DATASETS
+    layout: str = '2d',  # '2d': S = [H, W] (a volume's frames side by side: [H, T * W]); '1d': S = [H * W]; '3d': [T, H, W]
+    seed: int = 9188,  # the RandomState of the split
+    data_root: str | Path | None = None,  # ImageFolder or torchvision directory; relative to the project root
+    resolution: int
+    | None = None,  # downsample to resolution x resolution (the probe: drawn so, or (rows, columns)); None keeps the size
+    train_size: int | None = None,  # first images of the training part; None: all
+    val_size: int | None = None,  # first images of the validation part; None: all
+    cache_dir: str | Path | None = None,
+) -> Splits:  # default: data/cache under the project root
     "The 80/20 split of `dataset` by `seed`, normalised, channels last, in `layout`."
     check_choice('dataset', dataset, DATASETS)
     check_choice('layout', layout, LAYOUTS)
@@ -178,11 +220,20 @@ def load_data(dataset: str = 'digits', # one of DATASETS
     x = _lay_out((x - 0.5) / 0.5, layout, dataset)  # Normalize(mean=0.5, std=0.5)
     return Splits(x[tr], y[tr], x[va], y[va], tuple(x.shape[1:-1]), names)
 
-def _lay_out(x: Tensor, # [n, *grid, C]: images [n, H, W, C], volumes and clips [n, T, H, W, C]
-             layout: str, dataset: str) -> Tensor: # [n, *S, C]
+
+def _lay_out(
+    x: Tensor,  # [n, *grid, C]: images [n, H, W, C], volumes and clips [n, T, H, W, C]
+    layout: str,
+    dataset: str,
+) -> Tensor:  # [n, *S, C]
     "The grid kept ('3d' of a volume, '2d' of an image), its frames side by side (a volume in '2d'), or flattened ('1d')."
     grid, dims = x.shape[1:-1], int(layout[0])
-    if dims > len(grid): raise ValueError(f"layout={layout!r} has more dimensions than dataset={dataset!r} ({len(grid)}-D)")
-    if dims == len(grid): return x
-    if dims == 1: return x.flatten(1, -2)
-    return x.permute(0, 2, 1, 3, 4).flatten(2, 3)  # [n, T, H, W, C] -> [n, H, T * W, C]: frame t in columns t*W to (t+1)*W
+    if dims > len(grid):
+        raise ValueError(f"layout={layout!r} has more dimensions than dataset={dataset!r} ({len(grid)}-D)")
+    if dims == len(grid):
+        return x
+    if dims == 1:
+        return x.flatten(1, -2)
+    return x.permute(0, 2, 1, 3, 4).flatten(
+        2, 3
+    )  # [n, T, H, W, C] -> [n, H, T * W, C]: frame t in columns t*W to (t+1)*W

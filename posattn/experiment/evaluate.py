@@ -28,49 +28,67 @@ from .runner import model_for
 def parse_size(size) -> tuple[int, int]:
     "An image size (rows, columns) from 48, '48', '32x48' or (32, 48); a ValueError naming `size` otherwise."
     given = size
-    if isinstance(size, str) and re.fullmatch(r'\d+(x\d+)?', size.strip()): size = [int(s) for s in size.strip().split('x')]
-    if isinstance(size, int) and not isinstance(size, bool): size = [size]
-    if isinstance(size, (list, tuple)) and len(size) == 1: size = [size[0]] * 2
+    if isinstance(size, str) and re.fullmatch(r'\d+(x\d+)?', size.strip()):
+        size = [int(s) for s in size.strip().split('x')]
+    if isinstance(size, int) and not isinstance(size, bool):
+        size = [size]
+    if isinstance(size, (list, tuple)) and len(size) == 1:
+        size = [size[0]] * 2
     ok = isinstance(size, (list, tuple)) and len(size) == 2 and all(isinstance(s, int) and s > 0 for s in size)
-    if not ok: raise ValueError(f"size={given!r} must be one side (48) or rows x columns ('32x48'), positive integers")
+    if not ok:
+        raise ValueError(f"size={given!r} must be one side (48) or rows x columns ('32x48'), positive integers")
     return tuple(size)
 
-def resize_images(x: Tensor, # images [n, H, W, C], channels last
-                  size: Sequence[int] # (rows, columns)
-                 ) -> Tensor: # [n, rows, columns, C]
+
+def resize_images(
+    x: Tensor,  # images [n, H, W, C], channels last
+    size: Sequence[int],  # (rows, columns)
+) -> Tensor:  # [n, rows, columns, C]
     "The images resampled to `size`: bilinear with antialiasing, up or down (unchanged at their own size)."
-    if tuple(x.shape[1:3]) == tuple(size): return x
+    if tuple(x.shape[1:3]) == tuple(size):
+        return x
     y = F.interpolate(x.permute(0, 3, 1, 2), size=tuple(size), mode='bilinear', align_corners=False, antialias=True)
     return y.permute(0, 2, 3, 1).contiguous()
 
 # %% ../../nbs/43a_experiment.evaluate.ipynb #c25f5894
-def final_checkpoint(result: dict, # a run's result
-                     result_path: Path # where it is stored
-                    ) -> Path:
+def final_checkpoint(
+    result: dict,  # a run's result
+    result_path: Path,  # where it is stored
+) -> Path:
     "The run's final checkpoint beside its result, checked to be this run's; RunRefused naming what is wrong."
     path = result_path.parent / 'checkpoints' / f"seed-{result['seed']}.pt"
     if not path.exists():
-        raise RunRefused(f"{result_path} has no checkpoint at {path}: checkpoints are not versioned; run the treatment "
-                         "again (the sweep with the same settings) to make one")
+        raise RunRefused(
+            f"{result_path} has no checkpoint at {path}: checkpoints are not versioned; run the treatment "
+            "again (the sweep with the same settings) to make one"
+        )
     ckpt = read_checkpoint(path)
     if diff := config_diff(record_config(ckpt), record_config(result)):
         raise RunRefused(f"the checkpoint {path} is of another configuration than {result_path}: {diff}")
     if ckpt['epoch'] != len(result['history']):
-        raise RunRefused(f"the checkpoint {path} is at epoch {ckpt['epoch']}, not the run's final {len(result['history'])}")
+        raise RunRefused(
+            f"the checkpoint {path} is at epoch {ckpt['epoch']}, not the run's final {len(result['history'])}"
+        )
     return path
+
 
 def _check_request(cfg: dict, size: tuple[int, int], coordinates: str | None):
     "A ValueError, naming the argument, when evaluating run `cfg` at `size` with `coordinates` has no meaning."
     if cfg['layout'] != '2d':
-        raise ValueError(f"treatment={cfg['treatment']!r} is laid out in {cfg['layout']}: an evaluation at another size "
-                         "takes runs on 2-D images")
+        raise ValueError(
+            f"treatment={cfg['treatment']!r} is laid out in {cfg['layout']}: an evaluation at another size "
+            "takes runs on 2-D images"
+        )
     if cfg.get('model') == 'vit' and any(s % cfg['patch'] for s in size):
         raise ValueError(f"size={list(size)} must be a multiple of the run's patch={cfg['patch']} along each side")
-    if coordinates is None: return
+    if coordinates is None:
+        return
     check_choice('coordinates', coordinates, COORDINATES)
     if coordinates == 'fixed' and not fixed_applies(cfg.get('pe'), cfg.get('span', 'off')):
-        raise ValueError(f"coordinates='fixed' contradicts treatment={cfg['treatment']!r}: its encoding pe={cfg.get('pe')!r} "
-                         f"reads integer offsets and it has no span, so no coordinate is normalised")
+        raise ValueError(
+            f"coordinates='fixed' contradicts treatment={cfg['treatment']!r}: its encoding pe={cfg.get('pe')!r} "
+            f"reads integer offsets and it has no span, so no coordinate is normalised"
+        )
 
 # %% ../../nbs/43a_experiment.evaluate.ipynb #a63c92f3
 def _data(cfg: dict, size: tuple[int, int]):
@@ -82,37 +100,56 @@ def _data(cfg: dict, size: tuple[int, int]):
     data = load_data(cfg['dataset'], cfg['layout'], cfg['seed'], resolution=cfg['resolution'], **keep)
     return resize_images(data.val_x, size), data.val_y, data.channels, len(data.classes)
 
-def _model(cfg: dict, ckpt: dict, channels: int, classes: int, trained, *, coordinates: str | None, device) -> torch.nn.Module:
+
+def _model(
+    cfg: dict, ckpt: dict, channels: int, classes: int, trained, *, coordinates: str | None, device
+) -> torch.nn.Module:
     "The run's model with its final weights, built as it trained (`trained`: its size, the fixed scale's reference), run at any size."
     extra = dict(dynamic_img_size=True) if cfg.get('model') == 'vit' else {}
-    if coordinates is not None: extra['coordinates'] = coordinates
+    if coordinates is not None:
+        extra['coordinates'] = coordinates
     model = model_for(cfg, channels, classes, trained, **extra)
     model.load_state_dict(ckpt['model'])
     return model.to(device)
 
-def _store(result: Path) -> Path: return result.with_name(f"eval-{result.name}")  # the answers beside a run's result
 
-def stored_answer(result: str | Path, # a run's result file
-                  size, coordinates: str | None = None) -> dict | None:
+def _store(result: Path) -> Path:
+    return result.with_name(f"eval-{result.name}")  # the answers beside a run's result
+
+
+def stored_answer(
+    result: str | Path,  # a run's result file
+    size,
+    coordinates: str | None = None,
+) -> dict | None:
     "The stored answer for `size` and `coordinates` beside `result`, whatever code or checkpoint made it; None if none."
     store, size = _store(Path(result)), list(parse_size(size))
     kept = json.loads(store.read_text()) if store.exists() else []
     return next((e for e in kept if e['size'] == size and e['coordinates'] == coordinates), None)
 
+
 def _key(size, coordinates, checkpoint: Path, device: torch.device) -> dict:
     "What an answer depends on besides the run: the request, the checkpoint's bytes, the code and the device type."
-    return dict(size=list(size), coordinates=coordinates, checkpoint=hashlib.sha1(checkpoint.read_bytes()).hexdigest()[:12],
-                code=code_version(), device=device.type)
+    return dict(
+        size=list(size),
+        coordinates=coordinates,
+        checkpoint=hashlib.sha1(checkpoint.read_bytes()).hexdigest()[:12],
+        code=code_version(),
+        device=device.type,
+    )
 
 # %% ../../nbs/43a_experiment.evaluate.ipynb #319b3a55
-def evaluate_run(result: str | Path, # a run's result file, seed-<seed>.json, with its checkpoint beside it
-                 size=None, # 48 or '32x48' or (32, 48); None: the run's own
-                 coordinates: str | None = None, # one of COORDINATES; None: the run's own ('structure')
-                 device: str = 'auto') -> dict:
+def evaluate_run(
+    result: str | Path,  # a run's result file, seed-<seed>.json, with its checkpoint beside it
+    size=None,  # 48 or '32x48' or (32, 48); None: the run's own
+    coordinates: str | None = None,  # one of COORDINATES; None: the run's own ('structure')
+    device: str = 'auto',
+) -> dict:
     "The run's final model evaluated on its validation images at `size`: accuracy, loss and what was asked; stored beside the result."
     path = Path(result)
     res = read_result(path)
-    if res is None: raise RunRefused(f"no result at {path}")
+    if res is None:
+        raise RunRefused(f"no result at {path}")
     cfg = res['config']
     own = tuple(res['structure_size'])  # the images' size (a ViT's grid is it over the patch)
     size = own if size is None else parse_size(size)
@@ -121,17 +158,28 @@ def evaluate_run(result: str | Path, # a run's result file, seed-<seed>.json, wi
     device = resolve_device(device)
     store, key = _store(path), _key(size, coordinates, ckpt_path, device)
     kept = json.loads(store.read_text()) if store.exists() else []
-    if hit := next((e for e in kept if all(e.get(k) == v for k, v in key.items())), None): return hit
+    if hit := next((e for e in kept if all(e.get(k) == v for k, v in key.items())), None):
+        return hit
     x, y, channels, classes = _data(cfg, size)
     threads = torch.get_num_threads()
-    if cfg['threads']: torch.set_num_threads(cfg['threads'])
+    if cfg['threads']:
+        torch.set_num_threads(cfg['threads'])
     try:
         model = _model(cfg, read_checkpoint(ckpt_path), channels, classes, own, coordinates=coordinates, device=device)
         loss, acc = evaluate(model, x, y, cfg['eval_batch_size'], device, cfg['amp'])
-    finally: torch.set_num_threads(threads)
-    out = dict(treatment=cfg['treatment'], seed=cfg['seed'], profile=cfg['profile'], **key, trained=list(own),
-               grid=list(x.shape[1:-1]) if cfg.get('model') != 'vit' else [s // cfg['patch'] for s in size],
-               val_acc=acc, val_loss=loss, n=len(y))
+    finally:
+        torch.set_num_threads(threads)
+    out = dict(
+        treatment=cfg['treatment'],
+        seed=cfg['seed'],
+        profile=cfg['profile'],
+        **key,
+        trained=list(own),
+        grid=list(x.shape[1:-1]) if cfg.get('model') != 'vit' else [s // cfg['patch'] for s in size],
+        val_acc=acc,
+        val_loss=loss,
+        n=len(y),
+    )
     kept = [e for e in kept if not all(e.get(k) == key[k] for k in ('size', 'coordinates'))] + [out]
     atomic_write_text(json.dumps(kept, indent=1), store)
     return out
@@ -140,9 +188,12 @@ def evaluate_run(result: str | Path, # a run's result file, seed-<seed>.json, wi
 def main(argv: Sequence[str] | None = None) -> int:
     "The command line, `python -m posattn.experiment.evaluate RESULT [RESULT ...] [--size 48 32x48] [--coordinates fixed]`: one line per answer; exit status 2 for bad input."
     import argparse
+
     p = argparse.ArgumentParser(prog='python -m posattn.experiment.evaluate', description=evaluate_run.__doc__)
     p.add_argument('results', nargs='+', help="result files seed-<seed>.json, their checkpoints beside them")
-    p.add_argument('--size', nargs='+', default=[None], help="sizes: 48 (square) or 32x48 (rows x columns); default: the run's own")
+    p.add_argument(
+        '--size', nargs='+', default=[None], help="sizes: 48 (square) or 32x48 (rows x columns); default: the run's own"
+    )
     p.add_argument('--coordinates', nargs='+', default=[None], choices=COORDINATES, help="default: the run's own")
     p.add_argument('--device', default='auto')
     a = p.parse_args(argv)
@@ -151,10 +202,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             for size in a.size:
                 for c in a.coordinates:
                     e = evaluate_run(r, size, c, a.device)
-                    print(f"{e['treatment']} seed {e['seed']} size {'x'.join(map(str, e['size']))} "
-                          f"coordinates {e['coordinates'] or 'own'}: accuracy {e['val_acc']:.4f}, loss {e['val_loss']:.4f}")
+                    print(
+                        f"{e['treatment']} seed {e['seed']} size {'x'.join(map(str, e['size']))} "
+                        f"coordinates {e['coordinates'] or 'own'}: accuracy {e['val_acc']:.4f}, loss {e['val_loss']:.4f}"
+                    )
     except (ValueError, RunRefused) as e:
-        print(f'error: {e}', file=sys.stderr); return 2
+        print(f'error: {e}', file=sys.stderr)
+        return 2
     return 0
 
-if __name__ == '__main__' and '__file__' in globals(): sys.exit(main())
+
+if __name__ == '__main__' and '__file__' in globals():
+    sys.exit(main())

@@ -18,33 +18,42 @@ from ..model.treatments import TREATMENTS
 NOT_IDENTITY = {  # the settings that cannot change a run's numbers, and why
     'device': "only its type counts (device_type): 'auto', 'cuda' and 'cuda:1' on one machine run the same computation",
     'threads': "how many cores share each operation: like the CPU model and the BLAS build, which no stored result "
-               "could match either, it can only reorder floating-point sums",
+    "could match either, it can only reorder floating-point sums",
     'wandb_mode': "where the metrics are also sent",
     'wandb_group': "how the dashboard groups the runs",
     'eval_batch_size': "validation draws no random number and leaves the weights alone; its batching changes the "
-                       "summed loss only by rounding (checked in experiment.train)",
+    "summed loss only by rounding (checked in experiment.train)",
 }
 
 # %% ../../nbs/40c_experiment.identity.ipynb #bf4f6bc5
 class _NotRecorded:
-    def __repr__(self): return '(not recorded)'
+    def __repr__(self):
+        return '(not recorded)'
+
+
 NOT_RECORDED = _NotRecorded()
+
 
 def _data_root(cfg: dict) -> str | None:
     "The folder a configuration reads its images from, resolved; None for data that ships with the code."
-    if cfg.get('dataset') == 'digits': return None
+    if cfg.get('dataset') == 'digits':
+        return None
     root = cfg.get('data_root')
-    if root is None and cfg.get('dataset') == 'cifar10': root = 'data'  # torchvision's download folder
+    if root is None and cfg.get('dataset') == 'cifar10':
+        root = 'data'  # torchvision's download folder
     return None if root is None else str((project_root() / root).resolve())
+
 
 def identity(cfg: dict) -> dict:
     "The settings of `cfg` that can change a run's numbers, data_root resolved, values as JSON stores them."
     cfg = {**TREATMENTS.get(cfg.get('treatment'), {}), **cfg}  # files older than the treatment options: the table's row
     out = {k: json.loads(json.dumps(v)) for k, v in cfg.items() if k not in NOT_IDENTITY}
     out.setdefault('amp', 'off')  # no mixed precision before the setting existed
-    out.setdefault('span_cost', 0.)  # no span cost before the setting existed
-    if 'data_root' in cfg or 'dataset' in cfg: out['data_root'] = _data_root(cfg)
+    out.setdefault('span_cost', 0.0)  # no span cost before the setting existed
+    if 'data_root' in cfg or 'dataset' in cfg:
+        out['data_root'] = _data_root(cfg)
     return out
+
 
 def record_config(record: dict) -> dict:
     "The configuration a stored result or checkpoint was made with; the device type from the device it records if absent."
@@ -53,39 +62,62 @@ def record_config(record: dict) -> dict:
         cfg['device_type'] = torch.device(record['device']).type
     return cfg
 
-def config_diff(stored: dict, # the configuration of a stored result or checkpoint
-                requested: dict, # the configuration asked for
-                ignore: Sequence[str] = () # settings left out of this comparison
-               ) -> dict[str, tuple]:
+
+def config_diff(
+    stored: dict,  # the configuration of a stored result or checkpoint
+    requested: dict,  # the configuration asked for
+    ignore: Sequence[str] = (),  # settings left out of this comparison
+) -> dict[str, tuple]:
     "The settings that can change the numbers on which `stored` and `requested` differ: name -> (stored, requested)."
     a, b = identity(stored), identity(requested)
-    return {k: (a.get(k, NOT_RECORDED), b.get(k, NOT_RECORDED)) for k in sorted(set(a) | set(b))
-            if k not in ignore and a.get(k, NOT_RECORDED) != b.get(k, NOT_RECORDED)}
+    return {
+        k: (a.get(k, NOT_RECORDED), b.get(k, NOT_RECORDED))
+        for k in sorted(set(a) | set(b))
+        if k not in ignore and a.get(k, NOT_RECORDED) != b.get(k, NOT_RECORDED)
+    }
 
 # %% ../../nbs/40c_experiment.identity.ipynb #a5f481b9
-def mismatch_message(found: dict, # what was found (a file, or a run's name) -> its config_diff with the request
-                     what: str = 'stored result', # what kind of thing was found
-                     note: str = '' # a sentence about this kind of thing, placed before the ways forward
-                    ) -> str:
+def mismatch_message(
+    found: dict,  # what was found (a file, or a run's name) -> its config_diff with the request
+    what: str = 'stored result',  # what kind of thing was found
+    note: str = '',  # a sentence about this kind of thing, placed before the ways forward
+) -> str:
     "The refusal of stored results or checkpoints made otherwise: each differing setting, stored -> requested, and how to go on."
-    texts = {label: '; '.join(f"{k} {old!r} -> {new!r}" for k, (old, new) in diff.items())  # label -> its differences
-             for label, diff in found.items()}
+    texts = {
+        label: '; '.join(f"{k} {old!r} -> {new!r}" for k, (old, new) in diff.items())  # label -> its differences
+        for label, diff in found.items()
+    }
     made = 'made with another configuration than the one requested (setting stored -> requested)'
     if len(found) == 1:
-        (label, text), = texts.items()
+        ((label, text),) = texts.items()
         lines = [f"The {what} {label} was {made}: {text}."]
     else:
         groups = {}
-        for label, text in texts.items(): groups.setdefault(text, []).append(str(label))
+        for label, text in texts.items():
+            groups.setdefault(text, []).append(str(label))
         lines = [f"{len(found)} {what}s were {made}:"]
-        lines += [textwrap.fill(f"  {text}: {', '.join(labels)}", 116, subsequent_indent='      ',
-                                break_on_hyphens=False, break_long_words=False)
-                  for text, labels in groups.items()]
-    if note: lines.append(note)
+        lines += [
+            textwrap.fill(
+                f"  {text}: {', '.join(labels)}",
+                116,
+                subsequent_indent='      ',
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+            for text, labels in groups.items()
+        ]
+    if note:
+        lines.append(note)
     first = next(iter(found.values()))
     stored = {k: old for k, (old, _) in first.items() if k in PROFILES['paper'] and old is not NOT_RECORDED}
     it = 'it' if len(found) == 1 else 'them'
-    reuse = f"ask for the stored settings to reuse {it} ({', '.join(f'{k}={v!r}' for k, v in stored.items())}); or " if stored else ''
-    lines.append(f"To go on: {reuse}recompute with force=True (papermill: -p force True; sweep: -p force=true); "
-                 f"or write to another results_dir.")
+    reuse = (
+        f"ask for the stored settings to reuse {it} ({', '.join(f'{k}={v!r}' for k, v in stored.items())}); or "
+        if stored
+        else ''
+    )
+    lines.append(
+        f"To go on: {reuse}recompute with force=True (papermill: -p force True; sweep: -p force=true); "
+        f"or write to another results_dir."
+    )
     return '\n'.join(lines)

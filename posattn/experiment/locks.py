@@ -14,29 +14,43 @@ from pathlib import Path
 from .runs import RunRefused
 
 # %% ../../nbs/40d_experiment.locks.ipynb #e8a78c7e
-LOCK_HOLDER_ENV = 'POSATTN_LOCK_HOLDER' # set by a process that holds a run's lock for the child it starts
+LOCK_HOLDER_ENV = 'POSATTN_LOCK_HOLDER'  # set by a process that holds a run's lock for the child it starts
+
 
 class RunLocked(RunRefused):
     "Another process holds the run's lock."
 
+
 def lock_holder(path: str | Path) -> dict:
     "What the last holder of the lock file wrote about itself (pid, host, since), or {}."
-    try: return json.loads(Path(path).read_text() or '{}')
-    except (OSError, ValueError): return {}
+    try:
+        return json.loads(Path(path).read_text() or '{}')
+    except (OSError, ValueError):
+        return {}
+
 
 @contextmanager
-def run_lock(path: str | Path, # the run's lock file (run_paths(...)['lock'])
-             holder: str | int | None = None): # pid of a parent that holds the lock for this process
+def run_lock(
+    path: str | Path,  # the run's lock file (run_paths(...)['lock'])
+    holder: str | int | None = None,
+):  # pid of a parent that holds the lock for this process
     "Hold the run's lock for the duration of the block; RunLocked, naming the holder, if another process holds it."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, 'a+') as f:
-        try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             h = lock_holder(path)
-            if holder is not None and str(h.get('pid')) == str(holder): yield; return  # our parent holds it for us
-            raise RunLocked(f"another process is working on this run (pid {h.get('pid', '?')} on {h.get('host', '?')}, "
-                            f"since {h.get('since', '?')}; lock {path}): let it finish, then ask again") from None
-        f.seek(0); f.truncate()
+            if holder is not None and str(h.get('pid')) == str(holder):
+                yield
+                return  # our parent holds it for us
+            raise RunLocked(
+                f"another process is working on this run (pid {h.get('pid', '?')} on {h.get('host', '?')}, "
+                f"since {h.get('since', '?')}; lock {path}): let it finish, then ask again"
+            ) from None
+        f.seek(0)
+        f.truncate()
         f.write(json.dumps(dict(pid=os.getpid(), host=socket.gethostname(), since=time.strftime('%Y-%m-%d %H:%M:%S'))))
         f.flush()
         yield  # the lock is released when the file is closed, or when the process ends

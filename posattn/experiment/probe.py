@@ -16,10 +16,15 @@ from ..core.checks import check_int
 # %% ../../nbs/40a_experiment.probe.ipynb #78c0e452
 PROBE_CLASSES = ('same row', 'same column', 'diagonal', 'anti-diagonal')
 PROBE3D_CLASSES = ('along time', 'along a row', 'along a column', 'through space and time')
-_DIRECTIONS = {2: np.array([(0, 1), (1, 0), (1, 1), (1, -1)]),  # (dy, dx) of each class
-               3: np.array([(1, 0, 0), (0, 0, 1), (0, 1, 0), (1, 1, 1)])}  # (dt, dy, dx)
+_DIRECTIONS = {
+    2: np.array([(0, 1), (1, 0), (1, 1), (1, -1)]),  # (dy, dx) of each class
+    3: np.array([(1, 0, 0), (0, 0, 1), (0, 1, 0), (1, 1, 1)]),
+}  # (dt, dy, dx)
 
-def _marks(n: int, side: int | tuple[int, ...], rng: np.random.Generator, dims: int = 2) -> tuple[np.ndarray, np.ndarray]:
+
+def _marks(
+    n: int, side: int | tuple[int, ...], rng: np.random.Generator, dims: int = 2
+) -> tuple[np.ndarray, np.ndarray]:
     "Labels [n] and the two marks' positions [n, 2, dims] of `n` probe images (dims=2) or volumes (dims=3), on a grid of `side`."
     sides = np.broadcast_to(np.array(side), (dims,))  # one size per axis (a square grid draws as before)
     labels = rng.integers(0, len(PROBE_CLASSES), n)
@@ -38,23 +43,34 @@ def _marks(n: int, side: int | tuple[int, ...], rng: np.random.Generator, dims: 
 def _check_sides(side, dims: int) -> tuple[int, ...]:
     "One size per axis from `side` (an int, or `dims` ints), each at least 4; a ValueError naming `side` otherwise."
     many = isinstance(side, (tuple, list))
-    if many and len(side) != dims: raise ValueError(f"side={list(side)} must hold one size per axis ({dims}), or be one int")
-    try: return tuple(check_int('side', s, 4) for s in (side if many else (side,) * dims))
-    except ValueError as e: raise ValueError(f"{e} (room for two marks off the last pixel on every line)") from None
+    if many and len(side) != dims:
+        raise ValueError(f"side={list(side)} must hold one size per axis ({dims}), or be one int")
+    try:
+        return tuple(check_int('side', s, 4) for s in (side if many else (side,) * dims))
+    except ValueError as e:
+        raise ValueError(f"{e} (room for two marks off the last pixel on every line)") from None
 
-def make_probe(n: int = 10_000, # number of images
-               side: int | tuple[int, ...] = 16, # images are side x side (volumes side^3); or one size per axis
-               seed: int = 0, # the generator's seed (the images, not the split)
-               texture: float = 0.5, # background pixels are uniform in [0, texture]; marks are 1
-               dims: int = 2 # 2: images; 3: volumes (frames x rows x columns)
-              ) -> tuple[Tensor, Tensor, list[str]]: # pixels [n, *sides, 1], labels [n], class names
+
+def make_probe(
+    n: int = 10_000,  # number of images
+    side: int | tuple[int, ...] = 16,  # images are side x side (volumes side^3); or one size per axis
+    seed: int = 0,  # the generator's seed (the images, not the split)
+    texture: float = 0.5,  # background pixels are uniform in [0, texture]; marks are 1
+    dims: int = 2,  # 2: images; 3: volumes (frames x rows x columns)
+) -> tuple[Tensor, Tensor, list[str]]:  # pixels [n, *sides, 1], labels [n], class names
     "`n` probe images (or volumes): random texture with two identical marks whose relation is the label."
     n = check_int('n', n)
-    if dims not in _DIRECTIONS: raise ValueError(f"dims={dims!r} must be 2 (images) or 3 (volumes)")
+    if dims not in _DIRECTIONS:
+        raise ValueError(f"dims={dims!r} must be 2 (images) or 3 (volumes)")
     sides = _check_sides(side, dims)
-    if not 0 < texture < 1: raise ValueError(f"texture={texture!r} must be in (0, 1): below the marks' value 1")
+    if not 0 < texture < 1:
+        raise ValueError(f"texture={texture!r} must be in (0, 1): below the marks' value 1")
     rng = np.random.default_rng(seed)
     labels, pos = _marks(n, sides, rng, dims)
     x = rng.uniform(0, texture, (n,) + sides).astype(np.float32)
-    x[(np.arange(n)[:, None], *pos.transpose(2, 0, 1))] = 1.  # both marks of every image
-    return torch.from_numpy(x[..., None]), torch.from_numpy(labels), list(PROBE_CLASSES if dims == 2 else PROBE3D_CLASSES)
+    x[(np.arange(n)[:, None], *pos.transpose(2, 0, 1))] = 1.0  # both marks of every image
+    return (
+        torch.from_numpy(x[..., None]),
+        torch.from_numpy(labels),
+        list(PROBE_CLASSES if dims == 2 else PROBE3D_CLASSES),
+    )

@@ -24,74 +24,129 @@ from .identity import config_diff
 from .stats import compare, in_seed_order, run_version, versions_label
 
 # %% ../../nbs/44a_experiment.report.ipynb #34106d06
-SYNTHETIC_MEANS = dict(baseline=.50, siren_1d=.48, span_1d=.47, span_1d_threshold=.48, siren_2d=.55, span_2d=.56,
-                       span_2d_threshold=.57) # the mean accuracy of each treatment's synthetic runs
+SYNTHETIC_MEANS = dict(
+    baseline=0.50,
+    siren_1d=0.48,
+    span_1d=0.47,
+    span_1d_threshold=0.48,
+    siren_2d=0.55,
+    span_2d=0.56,
+    span_2d_threshold=0.57,
+)  # the mean accuracy of each treatment's synthetic runs
+
 
 def _synthetic_spans(treatment: str, S: list[int], layers: int) -> list[dict]:
     "Invented learned spans: sigma shrinking with the layer (narrower still in 1-D), SpanSize by Algorithm 6."
     opts = TREATMENTS[treatment]
-    if opts['span'] == 'off': return [dict(layer=l, sigma=None, span_size=list(relative_size(S))) for l in range(layers)]
-    sig = [torch.full((len(S),), 0.3 / (1 + l) * (0.2 if len(S) == 1 else 1.)) for l in range(layers)]
-    return [dict(layer=l, sigma=s.tolist(), span_size=list(span_size(s, opts['threshold'], S))) for l, s in enumerate(sig)]
+    if opts['span'] == 'off':
+        return [dict(layer=l, sigma=None, span_size=list(relative_size(S))) for l in range(layers)]
+    sig = [torch.full((len(S),), 0.3 / (1 + l) * (0.2 if len(S) == 1 else 1.0)) for l in range(layers)]
+    return [
+        dict(layer=l, sigma=s.tolist(), span_size=list(span_size(s, opts['threshold'], S))) for l, s in enumerate(sig)
+    ]
 
-def _write_synthetic_results(results_dir: str | Path, # written to <results_dir>/<profile>/
-                            profile: str = 'cpu',
-                            counts: dict[str, int] | None = None, # runs per treatment (default: one per RandomState)
-                            version: str = 'fast', # the attention version the runs claim
-                            side: int = 16, # images of side x side pixels
-                            layers: int = 6, seed: int = 0) -> Path:
+
+def _write_synthetic_results(
+    results_dir: str | Path,  # written to <results_dir>/<profile>/
+    profile: str = 'cpu',
+    counts: dict[str, int] | None = None,  # runs per treatment (default: one per RandomState)
+    version: str = 'fast',  # the attention version the runs claim
+    side: int = 16,  # images of side x side pixels
+    layers: int = 6,
+    seed: int = 0,
+) -> Path:
     "A results folder of SYNTHETIC finished runs (random accuracies, invented spans), for tests; returns its profile folder."
     rng = np.random.default_rng(seed)
     for t, mean in SYNTHETIC_MEANS.items():
         S = [side * side] if TREATMENTS[t]['dims'] == 1 else [side, side]
-        for s in SEEDS[:(counts or {}).get(t, len(SEEDS))]:
-            r = dict(treatment=t, seed=s, profile=profile, synthetic=True, finished=True, structure_size=S,
-                     val_acc_max=float(mean + 0.01 * rng.standard_normal()), spans=_synthetic_spans(t, S, layers),
-                     config=dict(resolution=side, dataset='synthetic', epochs=0, structure_size=S, version=version))
+        for s in SEEDS[: (counts or {}).get(t, len(SEEDS))]:
+            r = dict(
+                treatment=t,
+                seed=s,
+                profile=profile,
+                synthetic=True,
+                finished=True,
+                structure_size=S,
+                val_acc_max=float(mean + 0.01 * rng.standard_normal()),
+                spans=_synthetic_spans(t, S, layers),
+                config=dict(resolution=side, dataset='synthetic', epochs=0, structure_size=S, version=version),
+            )
             atomic_write_text(json.dumps(r), run_paths(profile, t, s, results_dir)['result'])
     return Path(run_paths(profile, 'x', 0, results_dir)['result']).parents[1]
 
 # %% ../../nbs/44a_experiment.report.ipynb #18a784c3
 _SCALE = ('dataset', 'data_root', 'resolution', 'epochs', 'train_size', 'val_size', 'version', 'device')
 
+
 def provenance(runs: Sequence[dict]) -> list[str]:
     "One line per setting that sets the scale, with every distinct value seen across `runs`; then notes."
     seen = {k: sorted({json.dumps(r.get(k, r.get('config', {}).get(k))) for r in runs}) for k in _SCALE}
     lines = [f'{k}: {", ".join(v)}' for k, v in seen.items() if v and v != ['null']]
     if any('jpeg' in json.dumps(r.get('config', {})).lower() and not r.get('dataset_note') for r in runs):
-        lines.append('data: the offline JPEG copy of the CIFAR-10 training images (lossy re-encoding; a '
-                     "reduced-scale stand-in, not the paper's CIFAR-10 numbers)")
+        lines.append(
+            'data: the offline JPEG copy of the CIFAR-10 training images (lossy re-encoding; a '
+            "reduced-scale stand-in, not the paper's CIFAR-10 numbers)"
+        )
     secs = [r['wall_time_s'] for r in runs if isinstance(r.get('wall_time_s'), (int, float))]
-    if secs: lines.append(f'wall time per run: mean {np.mean(secs) / 60:.1f} min, total {sum(secs) / 3600:.2f} h')
+    if secs:
+        lines.append(f'wall time per run: mean {np.mean(secs) / 60:.1f} min, total {sum(secs) / 3600:.2f} h')
     lines += [f'data note: {n}' for n in sorted({r['dataset_note'] for r in runs if r.get('dataset_note')})]
-    if any(r.get('synthetic') for r in runs): lines.append('SYNTHETIC results (test data), not real runs')
+    if any(r.get('synthetic') for r in runs):
+        lines.append('SYNTHETIC results (test data), not real runs')
     codes = collections.Counter(r.get('code') or 'not recorded' for r in runs)
-    if codes: lines.append('code (source fingerprint: runs): ' + ', '.join(f'{c}: {n}' for c, n in sorted(codes.items())))
+    if codes:
+        lines.append('code (source fingerprint: runs): ' + ', '.join(f'{c}: {n}' for c, n in sorted(codes.items())))
     return lines
 
-def figure_tag(profile: str, versions: dict[str, str], # attention version per treatment (`group_versions`)
-               runs: Sequence[dict]) -> str:
+
+def figure_tag(
+    profile: str,
+    versions: dict[str, str],  # attention version per treatment (`group_versions`)
+    runs: Sequence[dict],
+) -> str:
     "The profile, the attention version(s) and a SYNTHETIC warning, for figure titles."
-    return f"{profile}, {versions_label(versions)}" + (', SYNTHETIC test data' if any(r.get('synthetic') for r in runs) else '')
+    return f"{profile}, {versions_label(versions)}" + (
+        ', SYNTHETIC test data' if any(r.get('synthetic') for r in runs) else ''
+    )
 
 # %% ../../nbs/44a_experiment.report.ipynb #9fb70ce8
-LABELS = dict(baseline='baseline PE', siren_1d='SIREN PE', span_1d='span', span_1d_threshold='span +\nthreshold',
-              siren_2d='SIREN PE', span_2d='span', span_2d_threshold='span +\nthreshold') # x-axis names
+LABELS = dict(
+    baseline='baseline PE',
+    siren_1d='SIREN PE',
+    span_1d='span',
+    span_1d_threshold='span +\nthreshold',
+    siren_2d='SIREN PE',
+    span_2d='span',
+    span_2d_threshold='span +\nthreshold',
+)  # x-axis names
 
-def box_plot(ax: plt.Axes, values: dict[str, list[float]], # val_acc_max per treatment
-             treatments: Sequence[str], title: str,
-             labels: dict[str, str] | None = None): # x-axis name per treatment; default LABELS (the paper's), else its name
+
+def box_plot(
+    ax: plt.Axes,
+    values: dict[str, list[float]],  # val_acc_max per treatment
+    treatments: Sequence[str],
+    title: str,
+    labels: dict[str, str] | None = None,
+):  # x-axis name per treatment; default LABELS (the paper's), else its name
     "Box plot of val_acc_max per treatment with every run on top; an empty group keeps its place."
     data = [values.get(t, []) for t in treatments]
     full = [i for i, x in enumerate(data) if x]
-    if full: ax.boxplot([data[i] for i in full], positions=[i + 1 for i in full], widths=0.5, showmeans=True,
-                        showfliers=False)  # every run is drawn as a dot below, outliers included
+    if full:
+        ax.boxplot(
+            [data[i] for i in full], positions=[i + 1 for i in full], widths=0.5, showmeans=True, showfliers=False
+        )  # every run is drawn as a dot below, outliers included
     for i, x in enumerate(data):
-        if x: ax.plot(np.full(len(x), i + 1) + np.linspace(-0.08, 0.08, len(x)), x, 'o', ms=4, alpha=0.6)
-    ax.set_xticks(range(1, len(treatments) + 1), [f'{(LABELS if labels is None else labels).get(t, t)}\nn = {len(x)}' for t, x in zip(treatments, data)])
-    ax.set_xlim(0.4, len(treatments) + 0.6); ax.set(ylabel='best validation accuracy', title=title)
+        if x:
+            ax.plot(np.full(len(x), i + 1) + np.linspace(-0.08, 0.08, len(x)), x, 'o', ms=4, alpha=0.6)
+    ax.set_xticks(
+        range(1, len(treatments) + 1),
+        [f'{(LABELS if labels is None else labels).get(t, t)}\nn = {len(x)}' for t, x in zip(treatments, data)],
+    )
+    ax.set_xlim(0.4, len(treatments) + 0.6)
+    ax.set(ylabel='best validation accuracy', title=title)
     ax.set_xlabel('box: quartiles, line: median, triangle: mean, dot: one run', fontsize=8)
     ax.grid(axis='y', alpha=0.3)
+
 
 def figure5(values: dict[str, list[float]], tag: str) -> plt.Figure:
     "Figure 5: baseline against SIREN PE in 1-D."
@@ -99,6 +154,7 @@ def figure5(values: dict[str, list[float]], tag: str) -> plt.Figure:
     box_plot(ax, values, ['baseline', 'siren_1d'], f'Figure 5: baseline vs SIREN PE, 1-D\n({tag})')
     fig.tight_layout()
     return fig
+
 
 def figure6(values: dict[str, list[float]], tag: str) -> plt.Figure:
     "Figure 6: no span, span, span with threshold; 1-D (a) and 2-D (b)."
@@ -110,17 +166,20 @@ def figure6(values: dict[str, list[float]], tag: str) -> plt.Figure:
     return fig
 
 # %% ../../nbs/44a_experiment.report.ipynb #046204ee
-def span_on_image(sigma: Sequence[float], # [n] a layer's learned sigma
-                  span_size: Sequence[int], # [n] its SpanSize
-                  structure_size: Sequence[int], # S: [H * W] (1-D) or [H, W] (2-D)
-                  image_shape: tuple[int, int], # (H, W)
-                  query: tuple[int, int] # (row, column) of the query pixel
-                 ) -> tuple[torch.Tensor, torch.Tensor]: # G [H, W] in float64, inside-window mask [H, W]
+def span_on_image(
+    sigma: Sequence[float],  # [n] a layer's learned sigma
+    span_size: Sequence[int],  # [n] its SpanSize
+    structure_size: Sequence[int],  # S: [H * W] (1-D) or [H, W] (2-D)
+    image_shape: tuple[int, int],  # (H, W)
+    query: tuple[int, int],  # (row, column) of the query pixel
+) -> tuple[torch.Tensor, torch.Tensor]:  # G [H, W] in float64, inside-window mask [H, W]
     "G(key - query) and the inside-window mask of one query, both laid out on the image grid."
     H, W = image_shape
     r, c = torch.meshgrid(torch.arange(H), torch.arange(W), indexing='ij')
-    if len(structure_size) == 1: off = (r * W + c - (query[0] * W + query[1]))[..., None]  # reading-order offset
-    else: off = torch.stack([r - query[0], c - query[1]], -1)
+    if len(structure_size) == 1:
+        off = (r * W + c - (query[0] * W + query[1]))[..., None]  # reading-order offset
+    else:
+        off = torch.stack([r - query[0], c - query[1]], -1)
     g = gaussian(off, structure_size, torch.tensor(sigma, dtype=torch.float64))
     inside = (off.abs() <= (torch.tensor(span_size) - 1) // 2).all(-1)
     return g, inside
@@ -129,20 +188,25 @@ def span_on_image(sigma: Sequence[float], # [n] a layer's learned sigma
 def image_shape(run: dict) -> tuple[int, int]:
     "The image grid (H, W) of a run, from its structure_size and resolution."
     S = run.get('structure_size') or run['config']['structure_size']
-    if len(S) == 2: return tuple(S)
+    if len(S) == 2:
+        return tuple(S)
     side = run.get('config', {}).get('resolution') or math.isqrt(S[0])
-    if side * side != S[0]: raise ValueError(f"structure_size={S} is not a square image of side {side}")
+    if side * side != S[0]:
+        raise ValueError(f"structure_size={S} is not a square image of side {side}")
     return side, side
+
 
 def first_runs(runs: Sequence[dict], treatments: Sequence[str]) -> list[dict]:
     "Per treatment, its first run in RandomState order that recorded learned spans (treatments without one are left out)."
     first = {}
     for r in in_seed_order(runs):
-        if any(x.get('sigma') for x in r.get('spans', [])): first.setdefault(r['treatment'], r)
+        if any(x.get('sigma') for x in r.get('spans', [])):
+            first.setdefault(r['treatment'], r)
     return [first[t] for t in treatments if t in first]
 
 # %% ../../nbs/44a_experiment.report.ipynb #b2fba0d4
-SPAN_TREATMENTS = ('span_1d', 'span_1d_threshold', 'span_2d', 'span_2d_threshold') # the rows of Figure 7
+SPAN_TREATMENTS = ('span_1d', 'span_1d_threshold', 'span_2d', 'span_2d_threshold')  # the rows of Figure 7
+
 
 def _outline(ax: plt.Axes, inside: torch.Tensor):
     "Outline a mask along pixel edges: contour a finely repeated copy of it."
@@ -151,40 +215,57 @@ def _outline(ax: plt.Axes, inside: torch.Tensor):
     ys, xs = (np.arange(10 * H) + 0.5) / 10 - 0.5, (np.arange(10 * W) + 0.5) / 10 - 0.5
     ax.contour(xs, ys, fine, levels=[0.5], colors='red', linewidths=1)
 
+
 def figure7(runs: Sequence[dict], tag: str) -> plt.Figure | None:
     "Figure 7: per span treatment (first run) and layer, G of the centre query on the image with its window; None without spans."
     picked = first_runs(runs, SPAN_TREATMENTS)
-    if not picked: return None
+    if not picked:
+        return None
     layers = max(len(r['spans']) for r in picked)
-    fig, axs = plt.subplots(len(picked), layers, figsize=(2.1 * layers + 1.5, 2.3 * len(picked) + 0.8), squeeze=False,
-                            layout='constrained')
+    fig, axs = plt.subplots(
+        len(picked), layers, figsize=(2.1 * layers + 1.5, 2.3 * len(picked) + 0.8), squeeze=False, layout='constrained'
+    )
     for row, r in zip(axs, picked):
-        H, W = image_shape(r); q = (H // 2, W // 2); S = r.get('structure_size') or r['config']['structure_size']
+        H, W = image_shape(r)
+        q = (H // 2, W // 2)
+        S = r.get('structure_size') or r['config']['structure_size']
         for ax, sp in zip(row, r['spans']):
             g, inside = span_on_image(sp['sigma'], sp['span_size'], S, (H, W), q)
             im = ax.imshow(g, vmin=0, vmax=1, cmap='viridis')
-            if not inside.all(): _outline(ax, inside)
+            if not inside.all():
+                _outline(ax, inside)
             ax.plot(q[1], q[0], 'x', color='red', ms=6)
             sig = ', '.join(f'{s:.3g}' for s in sp['sigma'])
-            ax.set_title(f"layer {sp['layer']}: sigma {sig}\nSpanSize {'x'.join(map(str, sp['span_size']))}", fontsize=8)
-            ax.set_xticks([]); ax.set_yticks([])
-        for ax in row[len(r['spans']):]: ax.axis('off')
+            ax.set_title(
+                f"layer {sp['layer']}: sigma {sig}\nSpanSize {'x'.join(map(str, sp['span_size']))}", fontsize=8
+            )
+            ax.set_xticks([])
+            ax.set_yticks([])
+        for ax in row[len(r['spans']) :]:
+            ax.axis('off')
         row[0].set_ylabel(f"{r['treatment']}\nseed {r['seed']}\n({len(S)}-D, {H}x{W})", fontsize=9)
     fig.colorbar(im, ax=axs, shrink=0.8, label='G(key - query)')
-    fig.suptitle(f'Figure 7: learned span of the centre query (x) on the image, per layer; red: SpanSize window ({tag})')
+    fig.suptitle(
+        f'Figure 7: learned span of the centre query (x) on the image, per layer; red: SpanSize window ({tag})'
+    )
     return fig
 
 # %% ../../nbs/44a_experiment.report.ipynb #f68bf5f4
 def learned_sizes(runs: Sequence[dict], treatment: str) -> tuple[list[int], list[list[tuple[int, ...]]]]:
     "The structure of `treatment`'s runs with spans, and per layer the SpanSize each of those runs ended with."
     rs = [r for r in runs if r['treatment'] == treatment and r.get('spans')]
-    if not rs: return [], []
+    if not rs:
+        return [], []
     S = list(rs[0].get('structure_size') or rs[0]['config']['structure_size'])
-    return S, [[tuple(r['spans'][l]['span_size']) for r in rs if l < len(r['spans'])]
-               for l in range(max(len(r['spans']) for r in rs))]
+    return S, [
+        [tuple(r['spans'][l]['span_size']) for r in rs if l < len(r['spans'])]
+        for l in range(max(len(r['spans']) for r in rs))
+    ]
 
-def learned_windows(runs: Sequence[dict],
-                    treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold')) -> list[dict]:
+
+def learned_windows(
+    runs: Sequence[dict], treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold')
+) -> list[dict]:
     "Per treatment and layer: its version, the SpanSizes its runs learned (how many runs each) and the mean share of pairs kept."
     rows = []
     for t in treatments:
@@ -192,10 +273,18 @@ def learned_windows(runs: Sequence[dict],
         version = ', '.join(sorted({run_version(r) for r in runs if r['treatment'] == t and r.get('spans')}))
         for layer, sizes in enumerate(layers):
             seen = sorted(set(sizes), key=lambda z: (-sizes.count(z), z))
-            rows.append(dict(treatment=t, version=version, layer=layer, runs=len(sizes), structure_size='x'.join(map(str, S)),
-                             relative_size='x'.join(map(str, relative_size(S))),
-                             span_size=', '.join(f"{'x'.join(map(str, z))} ({sizes.count(z)})" for z in seen),
-                             pairs_kept=float(np.mean([pairs_kept(z, S) for z in sizes]))))
+            rows.append(
+                dict(
+                    treatment=t,
+                    version=version,
+                    layer=layer,
+                    runs=len(sizes),
+                    structure_size='x'.join(map(str, S)),
+                    relative_size='x'.join(map(str, relative_size(S))),
+                    span_size=', '.join(f"{'x'.join(map(str, z))} ({sizes.count(z)})" for z in seen),
+                    pairs_kept=float(np.mean([pairs_kept(z, S) for z in sizes])),
+                )
+            )
     return rows
 
 # %% ../../nbs/44a_experiment.report.ipynb #37ef0b57
@@ -203,17 +292,26 @@ def best_by_epoch(run: dict) -> list[float]:
     "The best validation accuracy up to each epoch: what the run would have reported, stopped there."
     return [float(v) for v in np.maximum.accumulate([h['val_acc'] for h in run['history']])]
 
+
 def _same_setting(runs: Sequence[dict], a: str, b: str, by: str):
-    free = {'treatment', 'seed', 'profile', 'layout', *TREATMENTS[a], *TREATMENTS[b]} | ({'resolution'} if by == 'side' else set())
+    free = {'treatment', 'seed', 'profile', 'layout', *TREATMENTS[a], *TREATMENTS[b]} | (
+        {'resolution'} if by == 'side' else set()
+    )
     for r in runs[1:]:
         diff = config_diff(runs[0]['config'], r['config'], ignore=sorted(free))
-        if diff: raise ValueError(f"runs differ in more than the treatment, seed{' and side' if by == 'side' else ''}: "
-                                  + ', '.join(f'{k} {x!r} vs {y!r}' for k, (x, y) in diff.items()))
+        if diff:
+            raise ValueError(
+                f"runs differ in more than the treatment, seed{' and side' if by == 'side' else ''}: "
+                + ', '.join(f'{k} {x!r} vs {y!r}' for k, (x, y) in diff.items())
+            )
 
-def advantage_rows(runs: Sequence[dict], # finished runs (`load_results`); only those of A and B are used
-                   a: str = 'siren_1d', b: str = 'siren_2d',
-                   by: str = 'side' # 'side': per image side; 'epoch': per epoch, best accuracy so far
-                  ) -> list[dict]:
+
+def advantage_rows(
+    runs: Sequence[dict],  # finished runs (`load_results`); only those of A and B are used
+    a: str = 'siren_1d',
+    b: str = 'siren_2d',
+    by: str = 'side',  # 'side': per image side; 'epoch': per epoch, best accuracy so far
+) -> list[dict]:
     "Per image side or epoch: runs of A and B, their means, mean(B) - mean(A) with its 95% interval, Welch's p and d."
     check_choice('by', by, ('side', 'epoch'))
     rs = [r for r in runs if r['treatment'] in (a, b)]
@@ -221,39 +319,65 @@ def advantage_rows(runs: Sequence[dict], # finished runs (`load_results`); only 
     groups = {}
     for r in rs:
         items = [(r['config']['resolution'], r['val_acc_max'])] if by == 'side' else enumerate(best_by_epoch(r), 1)
-        for k, v in items: groups.setdefault(k, {a: [], b: []})[r['treatment']].append(v)
+        for k, v in items:
+            groups.setdefault(k, {a: [], b: []})[r['treatment']].append(v)
     rows = []
     for k in sorted(groups):
         c = compare(groups[k][a], groups[k][b])
-        rows.append({by: k, 'n': f"{c['a']['n']}+{c['b']['n']}", a: c['a']['mean'], b: c['b']['mean'], 'effect': c['effect'],
-                     'ci_low': c['ci_low'], 'ci_high': c['ci_high'], 'p': c['p'], 'd': c['d'], 'note': c['note']})
+        rows.append(
+            {
+                by: k,
+                'n': f"{c['a']['n']}+{c['b']['n']}",
+                a: c['a']['mean'],
+                b: c['b']['mean'],
+                'effect': c['effect'],
+                'ci_low': c['ci_low'],
+                'ci_high': c['ci_high'],
+                'p': c['p'],
+                'd': c['d'],
+                'note': c['note'],
+            }
+        )
     return rows
 
 # %% ../../nbs/44a_experiment.report.ipynb #7712aba2
 def _effect_line(ax: plt.Axes, rows: Sequence[dict], key: str, label: str | None = None):
     "One line of effects with 95% error bars; the runs behind each point in the label, or beside each point."
-    x = [r[key] for r in rows]; y = np.array([r['effect'] for r in rows])
+    x = [r[key] for r in rows]
+    y = np.array([r['effect'] for r in rows])
     err = np.array([[r['effect'] - r['ci_low'] for r in rows], [r['ci_high'] - r['effect'] for r in rows]])
     same_n = len({r['n'] for r in rows}) == 1
-    if label is not None and same_n and rows: label = f"{label} (n={rows[0]['n']})"
+    if label is not None and same_n and rows:
+        label = f"{label} (n={rows[0]['n']})"
     line = ax.errorbar(x, y, yerr=np.nan_to_num(err), fmt='o-', capsize=4, label=label, alpha=0.85)
     if label is None or not same_n:
-        for xi, yi, r in zip(x, y, rows): ax.annotate(f"n={r['n']}", (xi, yi), textcoords='offset points', xytext=(6, 4), fontsize=8)
+        for xi, yi, r in zip(x, y, rows):
+            ax.annotate(f"n={r['n']}", (xi, yi), textcoords='offset points', xytext=(6, 4), fontsize=8)
     return line
 
-def figure_advantage(side_rows: Sequence[dict], # advantage_rows(by='side')
-                     epoch_rows: dict[str, Sequence[dict]], # label (e.g. '8x8') -> advantage_rows(by='epoch')
-                     a: str, b: str, tag: str) -> plt.Figure:
+
+def figure_advantage(
+    side_rows: Sequence[dict],  # advantage_rows(by='side')
+    epoch_rows: dict[str, Sequence[dict]],  # label (e.g. '8x8') -> advantage_rows(by='epoch')
+    a: str,
+    b: str,
+    tag: str,
+) -> plt.Figure:
     "The effect mean(B) - mean(A) with 95% intervals against the image side (left) and the epochs trained (right)."
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
     _effect_line(left, side_rows, 'side')
-    left.set_xlabel('image side (pixels)'); left.set_xticks([r['side'] for r in side_rows])
-    for label, rows in epoch_rows.items(): _effect_line(right, rows, 'epoch', label)
-    right.set_xlabel('epochs trained (best accuracy so far)'); right.legend(title='runs (A+B)', fontsize=8)
+    left.set_xlabel('image side (pixels)')
+    left.set_xticks([r['side'] for r in side_rows])
+    for label, rows in epoch_rows.items():
+        _effect_line(right, rows, 'epoch', label)
+    right.set_xlabel('epochs trained (best accuracy so far)')
+    right.legend(title='runs (A+B)', fontsize=8)
     right.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     for ax in (left, right):
-        ax.axhline(0, color='grey', ls='--', lw=1); ax.set_ylabel(f'accuracy: {b} minus {a}')
-    left.set_title('against image side'); right.set_title('against training length')
+        ax.axhline(0, color='grey', ls='--', lw=1)
+        ax.set_ylabel(f'accuracy: {b} minus {a}')
+    left.set_title('against image side')
+    right.set_title('against training length')
     fig.suptitle(f'The 2-D advantage: {b} minus {a}, mean and 95% interval over RandomStates ({tag})')
     fig.tight_layout()
     return fig

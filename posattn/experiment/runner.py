@@ -17,89 +17,157 @@ import posattn
 from ..core.checks import check_choice, check_int
 from ..core.runtime import resolve_device
 from ..encodings.catalogue import RELATIVE_ENCODINGS
-from ..layers.block import DEFAULT_VERSION, DEVICE_VERSIONS, VERSION_CHOICES, PositionalSelfAttention, pick_version
-from .runs import (OFFLINE_CIFAR, PROFILES, TREATMENTS, BadResult, RunRefused, atomic_save,
-                                     atomic_write_text, check_outputs, check_treatment, clean_tmp, code_version,
-                                     make_classifier, project_root, read_result, run_paths, say, set_aside,
-                                     treatment_attention)
+from posattn.layers.block import (
+    DEFAULT_VERSION,
+    DEVICE_VERSIONS,
+    VERSION_CHOICES,
+    PositionalSelfAttention,
+    pick_version,
+)
+from posattn.experiment.runs import (
+    OFFLINE_CIFAR,
+    PROFILES,
+    TREATMENTS,
+    BadResult,
+    RunRefused,
+    atomic_save,
+    atomic_write_text,
+    check_outputs,
+    check_treatment,
+    clean_tmp,
+    code_version,
+    make_classifier,
+    project_root,
+    read_result,
+    run_paths,
+    say,
+    set_aside,
+    treatment_attention,
+)
 from .identity import config_diff, mismatch_message, record_config
 from .locks import LOCK_HOLDER_ENV, run_lock
 from .data import DATASETS, VOLUMES, load_data
-from .train import (AMP_MODES, RunClock, best, check_span_cost, check_wandb, keep_freed_memory,
-                                      load_checkpoint, train, wandb_logger, WANDB_MODES)
+from posattn.experiment.train import (
+    AMP_MODES,
+    RunClock,
+    best,
+    check_span_cost,
+    check_wandb,
+    keep_freed_memory,
+    load_checkpoint,
+    train,
+    wandb_logger,
+    WANDB_MODES,
+)
 
 # %% ../../nbs/43_experiment.runner.ipynb #381105f7
-RUN_OPTIONS = ('results_dir', 'figures_dir', 'force', 'allow_slow', 'progress') # run()'s parameters that are not settings
-
+RUN_OPTIONS = (
+    'results_dir',
+    'figures_dir',
+    'force',
+    'allow_slow',
+    'progress',
+)  # run()'s parameters that are not settings
 
 # %% ../../nbs/43_experiment.runner.ipynb #f1a57ca4
-def _check_number(name, value, low=0., high=math.inf):
+def _check_number(name, value, low=0.0, high=math.inf):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise ValueError(f"{name}={value!r} must be a number in [{low}, {high}]")
 
-SPAN_COST_TREATMENTS = tuple(t for t, o in TREATMENTS.items()  # those whose span has a window a cost can shrink
-                             if o.get('span', 'off') != 'off' and o.get('threshold', 0) > 0)
+
+SPAN_COST_TREATMENTS = tuple(
+    t
+    for t, o in TREATMENTS.items()  # those whose span has a window a cost can shrink
+    if o.get('span', 'off') != 'off' and o.get('threshold', 0) > 0
+)
+
 
 def _check_span_cost(cfg: dict):
     "span_cost: a finite number >= 0, and 0 unless the treatment's span has a threshold (a window the cost can shrink)."
     check_span_cost(cfg['span_cost'])
     cfg['span_cost'] = float(cfg['span_cost'])
-    if not cfg['span_cost'] or (cfg.get('span', 'off') != 'off' and cfg.get('threshold', 0) > 0): return
+    if not cfg['span_cost'] or (cfg.get('span', 'off') != 'off' and cfg.get('threshold', 0) > 0):
+        return
     has = 'a span without a threshold, whose window is the whole grid' if cfg.get('span', 'off') != 'off' else 'no span'
-    raise ValueError(f"span_cost={cfg['span_cost']!r} needs a treatment whose span has a threshold, one of "
-                     f"{SPAN_COST_TREATMENTS}; treatment={cfg['treatment']!r} has {has}: use span_cost=0 with it")
+    raise ValueError(
+        f"span_cost={cfg['span_cost']!r} needs a treatment whose span has a threshold, one of "
+        f"{SPAN_COST_TREATMENTS}; treatment={cfg['treatment']!r} has {has}: use span_cost=0 with it"
+    )
+
 
 def _check_values(cfg: dict):
-    for k, options in (('version', VERSION_CHOICES), ('wandb_mode', WANDB_MODES), ('amp', AMP_MODES)): check_choice(k, cfg[k], options)
+    for k, options in (('version', VERSION_CHOICES), ('wandb_mode', WANDB_MODES), ('amp', AMP_MODES)):
+        check_choice(k, cfg[k], options)
     if not (cfg['wandb_group'] is None or (isinstance(cfg['wandb_group'], str) and cfg['wandb_group'].strip())):
         raise ValueError(f"wandb_group={cfg['wandb_group']!r} must be a name (a non-empty string) or None")
-    for k in ('epochs', 'batch_size', 'accumulate', 'd', 'heads', 'blocks', 'ffn', 'eval_batch_size'): cfg[k] = check_int(k, cfg[k])
-    for k in ('resolution', 'train_size', 'val_size', 'threads'): cfg[k] = check_int(k, cfg[k], none=True)
+    for k in ('epochs', 'batch_size', 'accumulate', 'd', 'heads', 'blocks', 'ffn', 'eval_batch_size'):
+        cfg[k] = check_int(k, cfg[k])
+    for k in ('resolution', 'train_size', 'val_size', 'threads'):
+        cfg[k] = check_int(k, cfg[k], none=True)
     cfg['seed'] = check_int('seed', cfg['seed'], 0)
-    for k, low, high in (('lr', 0., 1.), ('dropout', 0., 1.), ('init_sigma', 1e-6, math.inf)):
+    for k, low, high in (('lr', 0.0, 1.0), ('dropout', 0.0, 1.0), ('init_sigma', 1e-6, math.inf)):
         _check_number(k, cfg[k], low, high)
     _check_span_cost(cfg)
     if not (len(cfg['betas']) == 2 and all(0 <= b < 1 for b in cfg['betas'])):
         raise ValueError(f"betas={cfg['betas']!r} must be two numbers in [0, 1)")
     bad = ValueError(f"device={cfg['device']!r} must be 'auto', 'cpu', 'cuda' or 'cuda:N'")
-    if not isinstance(cfg['device'], str): raise bad
+    if not isinstance(cfg['device'], str):
+        raise bad
     if cfg['device'] != 'auto':
-        try: torch.device(cfg['device'])
-        except Exception: raise bad from None
+        try:
+            torch.device(cfg['device'])
+        except Exception:
+            raise bad from None
 
 # %% ../../nbs/43_experiment.runner.ipynb #dc4f0293
 def _auto_version(cfg: dict) -> str:
     "The version 'auto' runs for a run of `cfg`: the block's choice on its device type for the treatment's encoding and span."
-    if treatment_attention(cfg['treatment']) != 'positional': return 'fast'  # no block to run it: recorded as before
-    pe = cfg.get('pe', 'siren') if cfg.get('pe', 'siren') in RELATIVE_ENCODINGS else 'none'  # absolute ones: outside the blocks
+    if treatment_attention(cfg['treatment']) != 'positional':
+        return 'fast'  # no block to run it: recorded as before
+    pe = (
+        cfg.get('pe', 'siren') if cfg.get('pe', 'siren') in RELATIVE_ENCODINGS else 'none'
+    )  # absolute ones: outside the blocks
     block = PositionalSelfAttention(cfg['d'], cfg['heads'], pe=pe, dims=cfg['dims'], span=cfg.get('span', 'off'))
     dtype = torch.bfloat16 if cfg['amp'] == 'bf16' else torch.float32
     return pick_version('auto', block.term_slots, cfg['dims'], cfg['device_type'], dtype, grad=True)
 
+
 def _resolve_dataset(cfg: dict) -> dict:
     if cfg['dataset'] is None:
-        if cfg['data_root'] is None and (project_root() / OFFLINE_CIFAR).is_dir(): cfg['data_root'] = OFFLINE_CIFAR
+        if cfg['data_root'] is None and (project_root() / OFFLINE_CIFAR).is_dir():
+            cfg['data_root'] = OFFLINE_CIFAR
         cfg['dataset'] = 'imagefolder' if cfg['data_root'] is not None else 'cifar10'
     check_choice('dataset', cfg['dataset'], DATASETS)
     if cfg['layout'] == '3d' and cfg['dataset'] not in VOLUMES:
-        raise ValueError(f"treatment={cfg['treatment']!r} is 3-D, but dataset={cfg['dataset']!r} has 2-D images: "
-                         f"use a dataset of volumes or clips, one of {VOLUMES} (profiles 'probe3d', 'clips')")
-    if cfg['data_root'] is not None: cfg['data_root'] = str(cfg['data_root'])
+        raise ValueError(
+            f"treatment={cfg['treatment']!r} is 3-D, but dataset={cfg['dataset']!r} has 2-D images: "
+            f"use a dataset of volumes or clips, one of {VOLUMES} (profiles 'probe3d', 'clips')"
+        )
+    if cfg['data_root'] is not None:
+        cfg['data_root'] = str(cfg['data_root'])
     if cfg['dataset'] == 'digits' and cfg['data_root'] is not None:
-        raise ValueError(f"data_root={cfg['data_root']!r} is not read by dataset='digits' (the digits ship with "
-                         f"scikit-learn): drop it, or ask for dataset='imagefolder' or 'cifar10'")
+        raise ValueError(
+            f"data_root={cfg['data_root']!r} is not read by dataset='digits' (the digits ship with "
+            f"scikit-learn): drop it, or ask for dataset='imagefolder' or 'cifar10'"
+        )
     return cfg
 
-def resolve_config(treatment: str = 'span_2d', # a key of TREATMENTS
-                   seed: int = 9188, # the RandomState
-                   profile: str = 'paper', # a key of PROFILES
-                   **overrides) -> dict: # any key of the profile, e.g. epochs=2, resolution=16
+
+def resolve_config(
+    treatment: str = 'span_2d',  # a key of TREATMENTS
+    seed: int = 9188,  # the RandomState
+    profile: str = 'paper',  # a key of PROFILES
+    **overrides,
+) -> dict:  # any key of the profile, e.g. epochs=2, resolution=16
     "The full, checked configuration of one run."
     check_treatment(treatment)
     check_choice('profile', profile, PROFILES)
     unknown = sorted(set(overrides) - set(PROFILES[profile]))
-    if unknown: raise ValueError(f"unknown setting(s) {unknown}; valid: {sorted(PROFILES[profile])} "
-                                 f"and the run's options {list(RUN_OPTIONS)}")
+    if unknown:
+        raise ValueError(
+            f"unknown setting(s) {unknown}; valid: {sorted(PROFILES[profile])} "
+            f"and the run's options {list(RUN_OPTIONS)}"
+        )
     cfg = dict(treatment=treatment, seed=seed, profile=profile, **PROFILES[profile])
     cfg.update({k: v for k, v in overrides.items() if v is not None})
     cfg['version'] = cfg['version'] or DEFAULT_VERSION
@@ -107,16 +175,21 @@ def resolve_config(treatment: str = 'span_2d', # a key of TREATMENTS
     cfg.update(TREATMENTS[treatment], layout=f"{TREATMENTS[treatment]['dims']}d")
     _check_values(cfg)
     cfg['device_type'] = resolve_device(cfg['device']).type
-    if cfg['version'] == 'auto': cfg['version'] = _auto_version(cfg)  # a run records the version it runs
+    if cfg['version'] == 'auto':
+        cfg['version'] = _auto_version(cfg)  # a run records the version it runs
     return _resolve_dataset(cfg)
 
 # %% ../../nbs/43_experiment.runner.ipynb #61f7efdc
-def check_params(treatment: str, seed: int, profile: str,
-                 params: dict # settings and run options by name, as a front end received them
-                ) -> tuple[dict, dict]:
+def check_params(
+    treatment: str,
+    seed: int,
+    profile: str,
+    params: dict,  # settings and run options by name, as a front end received them
+) -> tuple[dict, dict]:
     "Check a front end's parameters as `run` will: (the run's configuration, its options); a ValueError otherwise."
     for k in ('force', 'allow_slow', 'progress'):
-        if k in params and not isinstance(params[k], bool): raise ValueError(f"{k}={params[k]!r} must be True or False")
+        if k in params and not isinstance(params[k], bool):
+            raise ValueError(f"{k}={params[k]!r} must be True or False")
     for k in ('results_dir', 'figures_dir'):
         if params.get(k) is not None and not isinstance(params[k], (str, Path)):
             raise ValueError(f"{k}={params[k]!r} must be a folder (a path) or None")
@@ -124,16 +197,25 @@ def check_params(treatment: str, seed: int, profile: str,
     return cfg, {k: v for k, v in params.items() if k in RUN_OPTIONS}
 
 # %% ../../nbs/43_experiment.runner.ipynb #a595a496
-def model_for(cfg: dict, channels: int, classes: int, structure_size,
-              **overrides) -> torch.nn.Module: # options beyond the run's (an evaluation's coordinates, timm's dynamic_img_size)
+def model_for(
+    cfg: dict, channels: int, classes: int, structure_size, **overrides
+) -> torch.nn.Module:  # options beyond the run's (an evaluation's coordinates, timm's dynamic_img_size)
     "The classifier a run of configuration `cfg` trains (its treatment, widths, span and version), freshly initialised."
     opts = dict(d=cfg['d'], heads=cfg['heads'], blocks=cfg['blocks'], ffn=cfg['ffn'], dropout=cfg['dropout'])
     if treatment_attention(cfg['treatment']) == 'positional':  # the paper's block: span and version
         opts.update(init_sigma=cfg['init_sigma'], version=cfg['version'])
     return make_classifier(cfg['treatment'], channels, classes, structure_size, **opts, **overrides)
 
-def estimate_seconds(cfg: dict, steps: int = 2, probe_batch: int = 4, probe_side: int = 16,
-                     n_train: int = 40_000, n_val: int = 10_000, device: str = 'cpu') -> float:
+
+def estimate_seconds(
+    cfg: dict,
+    steps: int = 2,
+    probe_batch: int = 4,
+    probe_side: int = 16,
+    n_train: int = 40_000,
+    n_val: int = 10_000,
+    device: str = 'cpu',
+) -> float:
     "Rough wall time of the run `cfg` on one core of `device`: timed small training steps, scaled to the run's size."
     side = cfg['resolution'] or 32
     probe = min(side, probe_side)
@@ -145,18 +227,23 @@ def estimate_seconds(cfg: dict, steps: int = 2, probe_batch: int = 4, probe_side
     try:
         F.cross_entropy(model(x), y).backward()  # warm-up
         t0 = time.time()
-        for _ in range(steps): F.cross_entropy(model(x), y).backward()
-    finally: torch.set_num_threads(threads)
+        for _ in range(steps):
+            F.cross_entropy(model(x), y).backward()
+    finally:
+        torch.set_num_threads(threads)
     per_step = (time.time() - t0) / steps * cfg['batch_size'] / probe_batch * (side / probe) ** 4
     n_train, n_val = cfg['train_size'] or n_train, cfg['val_size'] or n_val
     batches = cfg['epochs'] * (math.ceil(n_train / cfg['batch_size']) + n_val / cfg['batch_size'] / 3)
     return per_step * batches
 
+
 def _too_slow_message(cfg: dict, seconds: float, device) -> str:
-    return (f"profile='paper' on {device} would take about {seconds / 86400:.1f} days ({seconds / 3600:.0f} hours, "
-            f"on one core, extrapolated from timed small steps on this machine). Run it on a GPU (device='auto' picks CUDA), or use the "
-            f"reduced scale: `-p profile cpu` (about 2-3 minutes per run on one core), or `-p allow_slow True` "
-            f"to run it here anyway.")
+    return (
+        f"profile='paper' on {device} would take about {seconds / 86400:.1f} days ({seconds / 3600:.0f} hours, "
+        f"on one core, extrapolated from timed small steps on this machine). Run it on a GPU (device='auto' picks CUDA), or use the "
+        f"reduced scale: `-p profile cpu` (about 2-3 minutes per run on one core), or `-p allow_slow True` "
+        f"to run it here anyway."
+    )
 
 # %% ../../nbs/43_experiment.runner.ipynb #46df528e
 def _commit() -> str | None:
@@ -164,72 +251,118 @@ def _commit() -> str | None:
     src = Path(posattn.__file__).parent
     git = lambda *a: subprocess.run(['git', '-C', str(src), *a], capture_output=True, text=True, timeout=30)
     try:
-        if git('ls-files', '--error-unmatch', '__init__.py').returncode: return None  # an installed copy, not the checkout
+        if git('ls-files', '--error-unmatch', '__init__.py').returncode:
+            return None  # an installed copy, not the checkout
         head, changed = git('rev-parse', 'HEAD'), git('status', '--porcelain', '--', '.')
-    except (OSError, subprocess.SubprocessError): return None
+    except (OSError, subprocess.SubprocessError):
+        return None
     return None if head.returncode else head.stdout.strip() + ('+changes' if changed.stdout.strip() else '')
+
 
 def dataset_note(cfg: dict) -> str:
     "What the numbers of a run on this dataset may be compared with."
     side = cfg['resolution'] or dict(digits=8, probe=16, probe3d=4, clips=4).get(cfg['dataset'], 32)
-    if cfg['dataset'] == 'digits': return f"scikit-learn handwritten digits ({side}x{side} grey): a demonstration, not CIFAR-10"
+    if cfg['dataset'] == 'digits':
+        return f"scikit-learn handwritten digits ({side}x{side} grey): a demonstration, not CIFAR-10"
     if cfg['dataset'] == 'probe3d':
-        return (f"3-D positional-reasoning probe ({side}x{side}x{side} volumes, 4 classes, chance 0.25): "
-                "synthetic, only positions decide the label; not CIFAR-10")
+        return (
+            f"3-D positional-reasoning probe ({side}x{side}x{side} volumes, 4 classes, chance 0.25): "
+            "synthetic, only positions decide the label; not CIFAR-10"
+        )
     if cfg['dataset'] == 'clips':
-        return (f"moving digits (4 frames of {side}x{side}, 4 directions, chance 0.25): synthetic clips of "
-                "scikit-learn's handwritten digits; not CIFAR-10")
+        return (
+            f"moving digits (4 frames of {side}x{side}, 4 directions, chance 0.25): synthetic clips of "
+            "scikit-learn's handwritten digits; not CIFAR-10"
+        )
     if cfg['dataset'] == 'probe':
-        return (f"positional-reasoning probe ({side}x{side}, 4 classes, chance 0.25): "
-                "synthetic, only positions decide the label; not CIFAR-10")
-    note = ("ImageFolder copy of the CIFAR-10 training images (the offline copy is re-encoded as lossy JPEG: "
-            "pixels differ slightly from the official files); a reduced-scale stand-in, not the paper's CIFAR-10 numbers"
-            if cfg['dataset'] == 'imagefolder' else "CIFAR-10 training images (official, via torchvision)")
+        return (
+            f"positional-reasoning probe ({side}x{side}, 4 classes, chance 0.25): "
+            "synthetic, only positions decide the label; not CIFAR-10"
+        )
+    note = (
+        "ImageFolder copy of the CIFAR-10 training images (the offline copy is re-encoded as lossy JPEG: "
+        "pixels differ slightly from the official files); a reduced-scale stand-in, not the paper's CIFAR-10 numbers"
+        if cfg['dataset'] == 'imagefolder'
+        else "CIFAR-10 training images (official, via torchvision)"
+    )
     if cfg['resolution'] or cfg['train_size'] or cfg['val_size']:
-        note += (f"; reduced scale: {side}x{side} pixels, "
-                 f"{cfg['train_size'] or 40000} train / {cfg['val_size'] or 10000} validation images")
+        note += (
+            f"; reduced scale: {side}x{side} pixels, "
+            f"{cfg['train_size'] or 40000} train / {cfg['val_size'] or 10000} validation images"
+        )
     return note
+
 
 def _result(cfg, history, model, S, device, clock: RunClock) -> dict:
     top, at = best(history)
-    versions = dict(python=platform.python_version(), torch=torch.__version__, posattn=posattn.__version__, commit=_commit())
-    return dict(treatment=cfg['treatment'], seed=cfg['seed'], profile=cfg['profile'], config=cfg, history=history,
-                val_acc_max=top, best_epoch=at, spans=model.spans(), structure_size=list(S), versions=versions,
-                device=str(device), wall_time_s=clock.total(), resumed_from=clock.resumed_from,
-                train_time_s=sum(h['seconds'] for h in history), dataset_note=dataset_note(cfg), code=code_version(),
-                finished=True)
+    versions = dict(
+        python=platform.python_version(), torch=torch.__version__, posattn=posattn.__version__, commit=_commit()
+    )
+    return dict(
+        treatment=cfg['treatment'],
+        seed=cfg['seed'],
+        profile=cfg['profile'],
+        config=cfg,
+        history=history,
+        val_acc_max=top,
+        best_epoch=at,
+        spans=model.spans(),
+        structure_size=list(S),
+        versions=versions,
+        device=str(device),
+        wall_time_s=clock.total(),
+        resumed_from=clock.resumed_from,
+        train_time_s=sum(h['seconds'] for h in history),
+        dataset_note=dataset_note(cfg),
+        code=code_version(),
+        finished=True,
+    )
 
 # %% ../../nbs/43_experiment.runner.ipynb #be97fd36
 def _other_code(stored: dict) -> str:
     "', made by other code (...)' when `stored` records code other than this (or none); '' otherwise."
     made, now, commit = stored.get('code'), code_version(), (stored.get('versions') or {}).get('commit')
-    if made == now: return ''
+    if made == now:
+        return ''
     return f", made by other code (source {made or 'not recorded'}{f' at commit {commit[:10]}' if commit else ''}; now {now})"
+
 
 def _stored_result(cfg: dict, path: Path, force: bool, fix: bool = False) -> dict | None:
     "The stored result if it answers the request `cfg`; None if there is none (or `force`); RunRefused if made otherwise."
-    try: stored = read_result(path)
+    try:
+        stored = read_result(path)
     except BadResult as e:
-        if fix: say(f"{e}: moved it to {set_aside(path).name} and computing the run again")
+        if fix:
+            say(f"{e}: moved it to {set_aside(path).name} and computing the run again")
         return None
-    if stored is None or force: return None
-    if diff := config_diff(record_config(stored), cfg): raise RunRefused(mismatch_message({str(path): diff}))
-    say(f"reusing the stored result {path}: same configuration, val_acc_max {stored['val_acc_max']:.4f}"
-        f"{_other_code(stored)} (force=True computes it again)")
+    if stored is None or force:
+        return None
+    if diff := config_diff(record_config(stored), cfg):
+        raise RunRefused(mismatch_message({str(path): diff}))
+    say(
+        f"reusing the stored result {path}: same configuration, val_acc_max {stored['val_acc_max']:.4f}"
+        f"{_other_code(stored)} (force=True computes it again)"
+    )
     return stored
+
 
 def _checkpoint_for(cfg: dict, paths: dict, force: bool) -> Path:
     "The checkpoint the run continues and writes: its own, checked now; with `force`, a fresh one beside it."
     ck = paths['checkpoint']
-    if force: return ck.with_name(ck.name + '.rerun') if ck.exists() else ck
-    if ck.exists(): load_checkpoint(ck, cfg, cfg['epochs'])  # refused before any data is read
+    if force:
+        return ck.with_name(ck.name + '.rerun') if ck.exists() else ck
+    if ck.exists():
+        load_checkpoint(ck, cfg, cfg['epochs'])  # refused before any data is read
     return ck
+
 
 def _check_scale(cfg: dict, device: torch.device, allow_slow: bool):
     "Refuse the paper's scale on a CPU, with the estimate of its time, unless `allow_slow`; bfloat16 on a GPU without it."
     if cfg['amp'] == 'bf16' and device.type == 'cuda' and not torch.cuda.is_bf16_supported():
-        raise RunRefused(f"amp='bf16' needs a GPU with bfloat16 (compute capability 8.0 or later); "
-                         f"{torch.cuda.get_device_name(device)} has none: run with amp='off'")
+        raise RunRefused(
+            f"amp='bf16' needs a GPU with bfloat16 (compute capability 8.0 or later); "
+            f"{torch.cuda.get_device_name(device)} has none: run with amp='off'"
+        )
     if cfg['profile'] == 'paper' and device.type == 'cpu' and not allow_slow:
         raise RunRefused(_too_slow_message(cfg, estimate_seconds(cfg), device))
 
@@ -238,65 +371,123 @@ def _clean(paths: dict, checkpoint: Path):
     "Remove the run's leftovers of interrupted writes (and an interrupted forced attempt's checkpoint); say where."
     rerun = paths['checkpoint'].with_name(paths['checkpoint'].name + '.rerun')
     gone = clean_tmp([paths['result'], paths['checkpoint'], rerun, paths['curves'], paths['spans']])
-    if gone: say(f"removed {len(gone)} leftover temporary file(s) of an interrupted write: {', '.join(map(str, gone))}")
-    if checkpoint != paths['checkpoint']: checkpoint.unlink(missing_ok=True)  # only a forced rerun has its own
+    if gone:
+        say(f"removed {len(gone)} leftover temporary file(s) of an interrupted write: {', '.join(map(str, gone))}")
+    if checkpoint != paths['checkpoint']:
+        checkpoint.unlink(missing_ok=True)  # only a forced rerun has its own
 
-def _train_and_store(cfg: dict, paths: dict, checkpoint: Path, device: torch.device, clock: RunClock,
-                     progress: bool, stop_after: int | None) -> dict | None:
+
+def _train_and_store(
+    cfg: dict,
+    paths: dict,
+    checkpoint: Path,
+    device: torch.device,
+    clock: RunClock,
+    progress: bool,
+    stop_after: int | None,
+) -> dict | None:
     "Load the data, build the model, train, and write the result and its figures; None when stopped early."
-    if cfg['threads']: torch.set_num_threads(cfg['threads'])
+    if cfg['threads']:
+        torch.set_num_threads(cfg['threads'])
     keep_freed_memory()  # a step reuses the memory the last one freed (nbs/42_experiment.train.ipynb)
-    data = load_data(cfg['dataset'], cfg['layout'], cfg['seed'], data_root=cfg['data_root'],
-                     resolution=cfg['resolution'], train_size=cfg['train_size'], val_size=cfg['val_size'])
+    data = load_data(
+        cfg['dataset'],
+        cfg['layout'],
+        cfg['seed'],
+        data_root=cfg['data_root'],
+        resolution=cfg['resolution'],
+        train_size=cfg['train_size'],
+        val_size=cfg['val_size'],
+    )
     torch.manual_seed(cfg['seed'])
     model = model_for(cfg, data.channels, len(data.classes), data.structure_size)
-    log = wandb_logger(cfg['wandb_mode'], cfg, f"{cfg['treatment']}-seed-{cfg['seed']}", paths['result'].parent,
-                       group=cfg['wandb_group'])
-    history = train(model, data, cfg['epochs'], seed=cfg['seed'], batch_size=cfg['batch_size'],
-                    accumulate=cfg['accumulate'], lr=cfg['lr'], betas=cfg['betas'],
-                    eval_batch_size=cfg['eval_batch_size'], checkpoint=checkpoint, config=cfg,
-                    device=device, log=log, stop_after=stop_after, progress=progress, clock=clock,
-                    amp=cfg['amp'], span_cost=cfg['span_cost'])
-    if log is not None: log.finish()
-    if len(history) < cfg['epochs']: return None
-    if checkpoint != paths['checkpoint']: os.replace(checkpoint, paths['checkpoint'])
+    log = wandb_logger(
+        cfg['wandb_mode'],
+        cfg,
+        f"{cfg['treatment']}-seed-{cfg['seed']}",
+        paths['result'].parent,
+        group=cfg['wandb_group'],
+    )
+    history = train(
+        model,
+        data,
+        cfg['epochs'],
+        seed=cfg['seed'],
+        batch_size=cfg['batch_size'],
+        accumulate=cfg['accumulate'],
+        lr=cfg['lr'],
+        betas=cfg['betas'],
+        eval_batch_size=cfg['eval_batch_size'],
+        checkpoint=checkpoint,
+        config=cfg,
+        device=device,
+        log=log,
+        stop_after=stop_after,
+        progress=progress,
+        clock=clock,
+        amp=cfg['amp'],
+        span_cost=cfg['span_cost'],
+    )
+    if log is not None:
+        log.finish()
+    if len(history) < cfg['epochs']:
+        return None
+    if checkpoint != paths['checkpoint']:
+        os.replace(checkpoint, paths['checkpoint'])
     result = _result(cfg, history, model, data.structure_size, device, clock)
     atomic_write_text(json.dumps(result, indent=1), paths['result'])
     result['figures'] = [str(p) for p in plot_run(result, paths)]
     return result
 
 # %% ../../nbs/43_experiment.runner.ipynb #1a7cb023
-def run(treatment: str = 'span_2d', # a key of TREATMENTS
-        seed: int = 9188, # the RandomState
-        profile: str = 'paper', # a key of PROFILES
-        results_dir: str | Path | None = None, # default: results/ under the project root
-        figures_dir: str | Path | None = None, # default: figures/ under the project root
-        force: bool = False, # recompute from scratch even if a result is stored
-        allow_slow: bool = False, # run the paper profile on a CPU anyway
-        progress: bool = True, # progress lines (epochs, losses, time left)
-        stop_after: int | None = None, # stop after this epoch (as an interruption would); no result is written
-        **overrides) -> dict | None: # any setting of the profile; the result (None when stopped early)
+def run(
+    treatment: str = 'span_2d',  # a key of TREATMENTS
+    seed: int = 9188,  # the RandomState
+    profile: str = 'paper',  # a key of PROFILES
+    results_dir: str | Path | None = None,  # default: results/ under the project root
+    figures_dir: str | Path | None = None,  # default: figures/ under the project root
+    force: bool = False,  # recompute from scratch even if a result is stored
+    allow_slow: bool = False,  # run the paper profile on a CPU anyway
+    progress: bool = True,  # progress lines (epochs, losses, time left)
+    stop_after: int | None = None,  # stop after this epoch (as an interruption would); no result is written
+    **overrides,
+) -> dict | None:  # any setting of the profile; the result (None when stopped early)
     "Run (or reuse) one treatment and RandomState; the result dictionary that is stored as JSON."
     clock = RunClock(time.time())
-    cfg, _ = check_params(treatment, seed, profile, dict(overrides, results_dir=results_dir, figures_dir=figures_dir,
-                                                         force=force, allow_slow=allow_slow, progress=progress))
+    cfg, _ = check_params(
+        treatment,
+        seed,
+        profile,
+        dict(
+            overrides,
+            results_dir=results_dir,
+            figures_dir=figures_dir,
+            force=force,
+            allow_slow=allow_slow,
+            progress=progress,
+        ),
+    )
     check_wandb(cfg['wandb_mode'])
     paths = run_paths(profile, treatment, seed, results_dir, figures_dir)
-    if (stored := _stored_result(cfg, paths['result'], force)) is not None: return stored
+    if (stored := _stored_result(cfg, paths['result'], force)) is not None:
+        return stored
     checkpoint = _checkpoint_for(cfg, paths, force)
     device = resolve_device(cfg['device'])
     _check_scale(cfg, device, allow_slow)
     check_outputs([paths[k] for k in ('result', 'checkpoint', 'curves', 'spans')])
     with run_lock(paths['lock'], holder=os.environ.get(LOCK_HOLDER_ENV)):
-        if (stored := _stored_result(cfg, paths['result'], force, fix=True)) is not None: return stored
+        if (stored := _stored_result(cfg, paths['result'], force, fix=True)) is not None:
+            return stored
         _clean(paths, checkpoint)
-        return _train_and_store(cfg, paths, checkpoint, device=device, clock=clock, progress=progress,
-                                stop_after=stop_after)
+        return _train_and_store(
+            cfg, paths, checkpoint, device=device, clock=clock, progress=progress, stop_after=stop_after
+        )
 
 # %% ../../nbs/43_experiment.runner.ipynb #0521e524
 def plot_run(result: dict, paths: dict) -> list[Path]:
     "Save the learning curves (and learned spans, if any) of `result`; the files written."
     import matplotlib.pyplot as plt
+
     name = f"{result['treatment']}, RandomState {result['seed']}, profile {result['profile']}"
     h = result['history']
     ep = [r['epoch'] for r in h]
@@ -304,44 +495,59 @@ def plot_run(result: dict, paths: dict) -> list[Path]:
     a1.plot(ep, [r['train_loss'] for r in h], 'o-', label='training')
     a1.plot(ep, [r['val_loss'] for r in h], 'o-', label='validation')
     a2.plot(ep, [r['val_acc'] for r in h], 'o-', color='C2')
-    a2.axhline(result['val_acc_max'], color='gray', ls=':', label=f"max {result['val_acc_max']:.3f} (epoch {result['best_epoch']})")
+    a2.axhline(
+        result['val_acc_max'],
+        color='gray',
+        ls=':',
+        label=f"max {result['val_acc_max']:.3f} (epoch {result['best_epoch']})",
+    )
     for ax, ylabel, title in ((a1, 'cross-entropy', 'loss'), (a2, 'validation accuracy', 'validation accuracy')):
         ax.set(xlabel='epoch', ylabel=ylabel, title=title, xticks=ep)
         ax.legend()
     fig.suptitle(f"Learning curves: {name}\n{textwrap.fill(result['dataset_note'], 130)}", fontsize=8.5)
     fig.tight_layout()
     files = [_save_fig(fig, paths['curves'])]
-    if result['spans'][0]['sigma'] is not None: files.append(_plot_spans(result, paths['spans'], name))
+    if result['spans'][0]['sigma'] is not None:
+        files.append(_plot_spans(result, paths['spans'], name))
     return files
 
 # %% ../../nbs/43_experiment.runner.ipynb #db7d67ac
 def _plot_spans(result: dict, path: Path, name: str) -> Path:
     import matplotlib.pyplot as plt
+
     spans, S = result['spans'], result['structure_size']
     patch = TREATMENTS.get(result['treatment'], {}).get('patch')  # a ViT's span lives on its patch grid
-    if patch: S = [s // patch for s in S]
+    if patch:
+        S = [s // patch for s in S]
     n = len(spans[0]['sigma'])
     fig, ax = plt.subplots(figsize=(7, 3.8))
     width = 0.8 / n
     for k in range(n):
         xs = [s['layer'] + (k - (n - 1) / 2) * width for s in spans]
-        label = ({2: ['rows', 'columns'], 3: ['frames', 'rows', 'columns']}.get(n, [''] * n)[k] + f' (S={S[k]})').strip()
+        label = (
+            {2: ['rows', 'columns'], 3: ['frames', 'rows', 'columns']}.get(n, [''] * n)[k] + f' (S={S[k]})'
+        ).strip()
         bars = ax.bar(xs, [s['sigma'][k] for s in spans], width, label=f'dimension {k}: {label}')
         ax.bar_label(bars, [str(s['span_size'][k]) for s in spans], fontsize=8)  # the SpanSize on each bar
     ax.axhline(result['config']['init_sigma'], color='gray', ls=':', label='initial sigma')
-    ax.set(xlabel='encoder layer', ylabel='learned sigma', xticks=range(len(spans)),
-           ylim=(0, (1.35 if n < 3 else 1.6) * max(max(s['sigma']) for s in spans)))
+    ax.set(
+        xlabel='encoder layer',
+        ylabel='learned sigma',
+        xticks=range(len(spans)),
+        ylim=(0, (1.35 if n < 3 else 1.6) * max(max(s['sigma']) for s in spans)),
+    )
     ax.legend(fontsize=8, loc='upper left', ncol=n + 1 if n < 3 else 2)
-    t = result['config'].get('threshold', TREATMENTS[result['treatment']].get('threshold', 0.))  # none: no threshold
+    t = result['config'].get('threshold', TREATMENTS[result['treatment']].get('threshold', 0.0))  # none: no threshold
     window = f"threshold {t}" if t > 0 else "no threshold"
     grid = f"{'x'.join(map(str, S))} {'patch ' if patch else ''}grid"
-    ax.set_title(f"Learned sigma per layer (on the bars: SpanSize on the {grid}, {window})\n{name}",
-                 fontsize=9)
+    ax.set_title(f"Learned sigma per layer (on the bars: SpanSize on the {grid}, {window})\n{name}", fontsize=9)
     fig.tight_layout()
     return _save_fig(fig, path)
 
+
 def _save_fig(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
+
     atomic_save(fig, path, save=lambda f_, file: f_.savefig(file, format='png', dpi=100))
     plt.close(fig)
     return path

@@ -16,106 +16,168 @@ from typing import Iterable, Sequence
 import torch
 from ..core.checks import check_choice
 from ..core.runtime import atomic_save, atomic_write_text, code_version, markdown_table
-from ..model.treatments import (W0_GRID, TREATMENTS, PAPER_TREATMENTS, check_treatment, treatment_attention,
-                                      make_classifier)
+from posattn.model.treatments import (
+    W0_GRID,
+    TREATMENTS,
+    PAPER_TREATMENTS,
+    check_treatment,
+    treatment_attention,
+    make_classifier,
+)
 
 # %% ../../nbs/40_experiment.runs.ipynb #c0e0fdb7
 def project_root(start: str | Path | None = None) -> Path:
     "The nearest directory at or above `start` (default: the cwd) that holds pyproject.toml."
     here = Path(start or os.getcwd()).resolve()
     for p in (here, *here.parents):
-        if (p / 'pyproject.toml').exists(): return p
+        if (p / 'pyproject.toml').exists():
+            return p
     raise FileNotFoundError(f"no pyproject.toml in {here} or above: run from inside the posattn project")
 
 # %% ../../nbs/40_experiment.runs.ipynb #22bb06d4
 def treatments_markdown() -> str:
     "TREATMENTS as a markdown table."
     rest = lambda o: ', '.join(f'{k}={v}' for k, v in o.items() if k not in ('attention', 'dims'))
-    return markdown_table(['treatment', 'attention', 'dims', 'options'],
-                          ([f'`{t}`', treatment_attention(t), o['dims'], rest(o)] for t, o in TREATMENTS.items()))
+    return markdown_table(
+        ['treatment', 'attention', 'dims', 'options'],
+        ([f'`{t}`', treatment_attention(t), o['dims'], rest(o)] for t, o in TREATMENTS.items()),
+    )
 
 # %% ../../nbs/40_experiment.runs.ipynb #c588aab4
-SEEDS = (9188, 2755, 361, 1321, 833) # the paper's RandomStates, in its order
-STUDY_SEEDS = SEEDS + (1, 2, 3, 4) # the paper's five and four more, for the power its five lacked (9 runs: 80% at d = 1.41)
-PROFILE_SEEDS = dict(study=STUDY_SEEDS, probe=STUDY_SEEDS, probe3d=STUDY_SEEDS, clips=STUDY_SEEDS) # the profiles whose sweep and tables use more than the paper's five
+SEEDS = (9188, 2755, 361, 1321, 833)  # the paper's RandomStates, in its order
+STUDY_SEEDS = SEEDS + (
+    1,
+    2,
+    3,
+    4,
+)  # the paper's five and four more, for the power its five lacked (9 runs: 80% at d = 1.41)
+PROFILE_SEEDS = dict(
+    study=STUDY_SEEDS, probe=STUDY_SEEDS, probe3d=STUDY_SEEDS, clips=STUDY_SEEDS
+)  # the profiles whose sweep and tables use more than the paper's five
+
 
 def profile_seeds(profile: str) -> tuple[int, ...]:
     "The RandomStates of `profile`'s sweep and tables: the paper's five, or STUDY_SEEDS for the study profiles."
     return PROFILE_SEEDS.get(profile, SEEDS)
 
 # %% ../../nbs/40_experiment.runs.ipynb #6fc9161b
-_COMMON = dict(batch_size=20, accumulate=2, lr=1e-3, betas=(0.9, 0.999), d=64, heads=8, blocks=6, ffn=128,
-               dropout=0.1, init_sigma=0.3, version=None, device='auto', threads=None, wandb_mode='disabled', wandb_group=None,
-               data_root=None, eval_batch_size=100, amp='off', span_cost=0.)
+_COMMON = dict(
+    batch_size=20,
+    accumulate=2,
+    lr=1e-3,
+    betas=(0.9, 0.999),
+    d=64,
+    heads=8,
+    blocks=6,
+    ffn=128,
+    dropout=0.1,
+    init_sigma=0.3,
+    version=None,
+    device='auto',
+    threads=None,
+    wandb_mode='disabled',
+    wandb_group=None,
+    data_root=None,
+    eval_batch_size=100,
+    amp='off',
+    span_cost=0.0,
+)
 PROFILES = {
-    'paper': dict(_COMMON, dataset='cifar10', resolution=None, train_size=None, val_size=None, epochs=80,
-                  eval_batch_size=20),
-    'cpu':   dict(_COMMON, dataset=None, resolution=8, train_size=4000, val_size=1000, epochs=4, threads=1),
+    'paper': dict(
+        _COMMON, dataset='cifar10', resolution=None, train_size=None, val_size=None, epochs=80, eval_batch_size=20
+    ),
+    'cpu': dict(_COMMON, dataset=None, resolution=8, train_size=4000, val_size=1000, epochs=4, threads=1),
     'smoke': dict(_COMMON, dataset='digits', resolution=4, train_size=None, val_size=None, epochs=3, threads=1),
-    'demo':  dict(_COMMON, dataset='digits', resolution=None, train_size=None, val_size=None, epochs=6, threads=1),
+    'demo': dict(_COMMON, dataset='digits', resolution=None, train_size=None, val_size=None, epochs=6, threads=1),
     'probe': dict(_COMMON, dataset='probe', resolution=8, train_size=None, val_size=None, epochs=4, threads=1),
     # cpu's images and length, twice its validation images: at 1,000 the binomial noise of one accuracy (+-0.015)
     # was as large as the spread between RandomStates; run with STUDY_SEEDS (nbs/study.ipynb)
     'study': dict(_COMMON, dataset=None, resolution=8, train_size=4000, val_size=2000, epochs=4, threads=1),
     # the study's images and length at the full 32 x 32, for a Vision Transformer's 8 x 8 grid of 4 x 4 patches; the paper's five RandomStates
-    'vit':   dict(_COMMON, dataset=None, resolution=None, train_size=4000, val_size=2000, epochs=4, threads=1),
+    'vit': dict(_COMMON, dataset=None, resolution=None, train_size=4000, val_size=2000, epochs=4, threads=1),
     # the 3-D study (nbs/study_3d.ipynb): the probe in 4 x 4 x 4 volumes (the 2-D probe's 64 tokens and 10,000 images)
     # and 10,000 clips of moving digits at 4 x 4 x 4 (the same), at 3e-4, where every SIREN run of the 2-D probe learned
-    'probe3d': dict(_COMMON, dataset='probe3d', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
-    'clips':   dict(_COMMON, dataset='clips', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
+    'probe3d': dict(
+        _COMMON, dataset='probe3d', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4
+    ),
+    'clips': dict(_COMMON, dataset='clips', resolution=4, train_size=None, val_size=None, epochs=4, threads=1, lr=3e-4),
     # the span's cost (issue 56): CIFAR-10 at 16 x 16, where a small window pays in fast's time; one step per batch of
     # 20, so that sigma can travel from 0.3 to a 5 x 5 window in a run of about five minutes on one core
-    'span16': dict(_COMMON, dataset=None, resolution=16, train_size=1600, val_size=1000, epochs=3, threads=1,
-                   accumulate=1),
+    'span16': dict(
+        _COMMON, dataset=None, resolution=16, train_size=1600, val_size=1000, epochs=3, threads=1, accumulate=1
+    ),
 }
-OFFLINE_CIFAR = 'data/cifar10-jpeg/train'  # the offline copy the cpu and study profiles prefer, relative to the project root
+OFFLINE_CIFAR = (
+    'data/cifar10-jpeg/train'  # the offline copy the cpu and study profiles prefer, relative to the project root
+)
 
 # %% ../../nbs/40_experiment.runs.ipynb #52d2a753
 def _figures_root(root: Path, results_dir, figures_dir) -> Path:
     "figures_dir; else figures/ mirroring a results_dir inside results/ (else <results_dir>/figures): a figure per result file."
-    if figures_dir is not None: return root / figures_dir
-    if results_dir is None: return root / 'figures'
+    if figures_dir is not None:
+        return root / figures_dir
+    if results_dir is None:
+        return root / 'figures'
     res = (root / results_dir).resolve()
-    try: return root / 'figures' / res.relative_to((root / 'results').resolve())
-    except ValueError: return res / 'figures'
+    try:
+        return root / 'figures' / res.relative_to((root / 'results').resolve())
+    except ValueError:
+        return res / 'figures'
 
-def run_paths(profile: str, treatment: str, seed: int | str,
-              results_dir: str | Path | None = None, # in place of <root>/results
-              figures_dir: str | Path | None = None # in place of <root>/figures
-             ) -> dict[str, Path]:
+
+def run_paths(
+    profile: str,
+    treatment: str,
+    seed: int | str,
+    results_dir: str | Path | None = None,  # in place of <root>/results
+    figures_dir: str | Path | None = None,  # in place of <root>/figures
+) -> dict[str, Path]:
     "Every file of one run: result, checkpoint, lock, notebook, log, curves and spans figures."
     root = project_root()
     res = root / (results_dir if results_dir is not None else 'results') / profile
     fig = _figures_root(root, results_dir, figures_dir) / profile / 'runs'
     name, ck = f'{treatment}-seed-{seed}', res / treatment / 'checkpoints'
-    return dict(result=res / treatment / f'seed-{seed}.json', checkpoint=ck / f'seed-{seed}.pt', lock=ck / f'seed-{seed}.lock',
-                notebook=res / 'notebooks' / f'{name}.ipynb', log=res / 'logs' / f'{name}.log',
-                curves=fig / f'{name}-curves.png', spans=fig / f'{name}-spans.png')
+    return dict(
+        result=res / treatment / f'seed-{seed}.json',
+        checkpoint=ck / f'seed-{seed}.pt',
+        lock=ck / f'seed-{seed}.lock',
+        notebook=res / 'notebooks' / f'{name}.ipynb',
+        log=res / 'logs' / f'{name}.log',
+        curves=fig / f'{name}-curves.png',
+        spans=fig / f'{name}-spans.png',
+    )
 
 # %% ../../nbs/40_experiment.runs.ipynb #c4d84f92
 def is_finished(path: Path) -> bool:
     "True when `path` is a readable result file marked finished."
-    try: return json.loads(Path(path).read_text()).get('finished') is True
-    except (OSError, ValueError, AttributeError): return False
+    try:
+        return json.loads(Path(path).read_text()).get('finished') is True
+    except (OSError, ValueError, AttributeError):
+        return False
 
 # %% ../../nbs/40_experiment.runs.ipynb #492402a9
-def load_results(profile: str, # the profile whose results are read
-                 results_dir: str | Path | None = None # in place of <root>/results
-                ) -> tuple[list[dict], list[str]]:
+def load_results(
+    profile: str,  # the profile whose results are read
+    results_dir: str | Path | None = None,  # in place of <root>/results
+) -> tuple[list[dict], list[str]]:
     "Every finished result of `profile`, and notes about the files skipped."
     runs, notes = [], []
     pattern = run_paths(profile, '*', '*', results_dir)['result']
     for p in sorted(Path(pattern.anchor).glob(str(pattern.relative_to(pattern.anchor)))):
-        try: r = json.loads(p.read_text())
-        except (OSError, ValueError) as e: notes.append(f'{p}: unreadable ({e.__class__.__name__}), skipped'); continue
-        if isinstance(r, dict) and r.get('finished') is True and 'val_acc_max' in r: runs.append(r)
-        else: notes.append(f'{p}: not a finished result, skipped')
+        try:
+            r = json.loads(p.read_text())
+        except (OSError, ValueError) as e:
+            notes.append(f'{p}: unreadable ({e.__class__.__name__}), skipped')
+            continue
+        if isinstance(r, dict) and r.get('finished') is True and 'val_acc_max' in r:
+            runs.append(r)
+        else:
+            notes.append(f'{p}: not a finished result, skipped')
     return runs, notes
 
 # %% ../../nbs/40_experiment.runs.ipynb #ee60e370
 class RunRefused(RuntimeError):
     "A run (or a sweep) refused before any work; the message says why and how to go on."
-
 
 # %% ../../nbs/40_experiment.runs.ipynb #ec6473bc
 def say(line: str):
@@ -124,31 +186,41 @@ def say(line: str):
     if type(sys.stderr).__module__.startswith('ipykernel'):
         try:
             fd = sys.stderr.fileno()  # ipykernel's fileno() is its copy of the console
-            os.write(fd, (('\r\x1b[K' if os.isatty(fd) else '\n') + line + '\n').encode())  # over papermill's bar, or below it
-        except (OSError, ValueError): pass  # a kernel that does not watch its file descriptors has no console copy
+            os.write(
+                fd, (('\r\x1b[K' if os.isatty(fd) else '\n') + line + '\n').encode()
+            )  # over papermill's bar, or below it
+        except (OSError, ValueError):
+            pass  # a kernel that does not watch its file descriptors has no console copy
 
 # %% ../../nbs/40_experiment.runs.ipynb #c27eeb0e
 class BadResult(ValueError):
     "A result file that cannot be a finished result."
 
+
 def read_result(path: str | Path) -> dict | None:
     "The finished result stored at `path`; None when there is no file; BadResult naming the file when it is not one."
     path = Path(path)
     if path.is_dir():
-        raise RunRefused(f"{path} is a folder where the result file should be: move it away, or choose another results_dir")
-    try: r = json.loads(path.read_text())
-    except FileNotFoundError: return None
+        raise RunRefused(
+            f"{path} is a folder where the result file should be: move it away, or choose another results_dir"
+        )
+    try:
+        r = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
     except (ValueError, UnicodeDecodeError) as e:
         raise BadResult(f"the result file {path} cannot be read ({type(e).__name__}: {str(e)[:100]})") from None
     if not (isinstance(r, dict) and r.get('finished') is True and isinstance(r.get('config'), dict)):
         raise BadResult(f"the result file {path} is not a finished result with its configuration")
     return r
 
+
 def set_aside(path: str | Path) -> Path:
     "Rename a bad file to <name>.corrupt-<timestamp> beside it, to be looked at; its new path."
     path = Path(path)
     stamp, k = time.strftime('%Y%m%d-%H%M%S'), 0
-    while (new := path.with_name(f"{path.name}.corrupt-{stamp}" + (f"-{k}" if k else ''))).exists(): k += 1
+    while (new := path.with_name(f"{path.name}.corrupt-{stamp}" + (f"-{k}" if k else ''))).exists():
+        k += 1
     os.replace(path, new)
     return new
 
@@ -156,18 +228,23 @@ def set_aside(path: str | Path) -> Path:
 def check_outputs(files: Sequence[str | Path]):
     "Refuse, naming the path, when one of `files` could not be written: a folder in its place, or a folder it cannot make or write."
     for f in map(Path, files):
-        if f.is_dir(): raise RunRefused(f"{f} is a folder where a file of this run should be written: move it away")
-        try: f.parent.mkdir(parents=True, exist_ok=True)
+        if f.is_dir():
+            raise RunRefused(f"{f} is a folder where a file of this run should be written: move it away")
+        try:
+            f.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             b = next((p for p in f.parents if p.exists()), None)  # the nearest existing path: a file blocks the folder
             why = f"{b} is a file, not a folder" if b and not b.is_dir() else f"{e.strerror or e}"
             raise RunRefused(f"cannot make the folder {f.parent} for {f.name}: {why}") from None
         try:
             fd, probe = tempfile.mkstemp(dir=f.parent, prefix='.write-check-', suffix='.tmp')
-            os.close(fd); os.unlink(probe)
+            os.close(fd)
+            os.unlink(probe)
         except OSError as e:
-            raise RunRefused(f"the folder {f.parent} is not writable ({e.strerror or e}), so {f.name} could not be "
-                             f"written there: make it writable, or choose another results_dir/figures_dir") from None
+            raise RunRefused(
+                f"the folder {f.parent} is not writable ({e.strerror or e}), so {f.name} could not be "
+                f"written there: make it writable, or choose another results_dir/figures_dir"
+            ) from None
 
 # %% ../../nbs/40_experiment.runs.ipynb #d862fc3d
 def clean_tmp(files: Sequence[str | Path]) -> list[Path]:
@@ -175,5 +252,6 @@ def clean_tmp(files: Sequence[str | Path]) -> list[Path]:
     gone = []
     for f in map(Path, files):
         for t in sorted(f.parent.glob(glob.escape(f.name) + '.*.tmp')):  # none when the folder is missing
-            t.unlink(missing_ok=True); gone.append(t)
+            t.unlink(missing_ok=True)
+            gone.append(t)
     return gone

@@ -23,26 +23,35 @@ from .runner import model_for
 from .evaluate import final_checkpoint
 
 # %% ../../nbs/48a_experiment.span_timing.ipynb #bc421de7
-def full_span(model: nn.Module # holds a span with a threshold in every layer that has one
-             ) -> nn.Module: # the same module, every span's threshold 0
+def full_span(
+    model: nn.Module,  # holds a span with a threshold in every layer that has one
+) -> nn.Module:  # the same module, every span's threshold 0
     "`model` with every span's window opened to the full RelativeSize (threshold 0); its weights unchanged."
     spans = [m for m in model.modules() if isinstance(m, SPAN_CLASSES)]
     if not spans or not all(s.threshold > 0 for s in spans):
-        raise ValueError(f"{type(model).__name__} needs a span with a threshold in every layer that has one "
-                         "(e.g. span_2d_threshold): without a window there is nothing to open")
-    for s in spans: s.threshold = 0.
+        raise ValueError(
+            f"{type(model).__name__} needs a span with a threshold in every layer that has one "
+            "(e.g. span_2d_threshold): without a window there is nothing to open"
+        )
+    for s in spans:
+        s.threshold = 0.0
     return model
 
 # %% ../../nbs/48a_experiment.span_timing.ipynb #beb86838
-def trained_model(result: str | Path, # a run's result file, seed-<seed>.json, its checkpoint beside it
-                  full: bool = False # open every window to the full span (`full_span`)
-                 ) -> nn.Module:
+def trained_model(
+    result: str | Path,  # a run's result file, seed-<seed>.json, its checkpoint beside it
+    full: bool = False,  # open every window to the full span (`full_span`)
+) -> nn.Module:
     "The run's classifier with its final weights, on the CPU under `fast`: its learned windows, or the full span."
     path = Path(result)
     res = read_result(path)
-    if res is None: raise RunRefused(f"no result at {path}")
+    if res is None:
+        raise RunRefused(f"no result at {path}")
     weights = read_checkpoint(final_checkpoint(res, path))['model']
-    channels, classes = weights['embed.1.weight'].shape[1], weights['head.4.weight'].shape[0]  # Linear(C, d), Linear(., classes)
+    channels, classes = (
+        weights['embed.1.weight'].shape[1],
+        weights['head.4.weight'].shape[0],
+    )  # Linear(C, d), Linear(., classes)
     model = model_for(res['config'], channels, classes, tuple(res['structure_size']))
     model.load_state_dict(weights)
     model.version = 'fast'
@@ -51,20 +60,26 @@ def trained_model(result: str | Path, # a run's result file, seed-<seed>.json, i
 # %% ../../nbs/48a_experiment.span_timing.ipynb #58c734f2
 TIMING_KINDS = ('step', 'forward', 'attention')  # what a round times, each for the learned windows and the full span
 
+
 def _attention_pass(model: nn.Module, tokens: torch.Tensor):
     "Every layer's attention on `tokens` [B, N, d], forward and backward."
-    model.zero_grad(set_to_none=True); tokens.grad = None
+    model.zero_grad(set_to_none=True)
+    tokens.grad = None
     sum(b.attention(tokens, model.structure_size).sum() for b in model.blocks).backward()
+
 
 def _inference(model: nn.Module, x: torch.Tensor):
     "The classifier's forward pass in evaluation mode, without gradients."
     model.eval()
-    with torch.no_grad(): model(x)
+    with torch.no_grad():
+        model(x)
     model.train()
+
 
 def run_timing(case: dict) -> dict:
     "Time a run's learned windows against its full span in this process (the subprocess' body): `rounds` rounds of TIMING_KINDS."
-    if case.get('threads'): torch.set_num_threads(case['threads'])
+    if case.get('threads'):
+        torch.set_num_threads(case['threads'])
     limit_memory(case['mem_limit_gb'])
     out = dict(status='ok', threads=torch.get_num_threads(), kept_memory=keep_freed_memory())  # as a run allocates
     try:
@@ -79,38 +94,60 @@ def run_timing(case: dict) -> dict:
         tokens = torch.randn(case['batch'], math.prod(S), d, requires_grad=True)
         work = {}
         for name, m in models.items():
-            opt = torch.optim.Adam(m.parameters(), lr=0.)  # a real step's work; the weights stay the run's
-            work[name] = dict(step=lambda m=m, opt=opt: train_step(m, opt, x, y), forward=lambda m=m: _inference(m, x),
-                              attention=lambda m=m: _attention_pass(m, tokens))
+            opt = torch.optim.Adam(m.parameters(), lr=0.0)  # a real step's work; the weights stay the run's
+            work[name] = dict(
+                step=lambda m=m, opt=opt: train_step(m, opt, x, y),
+                forward=lambda m=m: _inference(m, x),
+                attention=lambda m=m: _attention_pass(m, tokens),
+            )
         for fns in work.values():
-            for fn in fns.values(): fn()  # untimed: grows the kept heap
+            for fn in fns.values():
+                fn()  # untimed: grows the kept heap
         times = {kind: {name: [] for name in models} for kind in TIMING_KINDS}
         cpu = torch.device('cpu')
         for r in range(case['rounds']):
             for kind in TIMING_KINDS:
-                for name in (('learned', 'full') if r % 2 else ('full', 'learned')):
+                for name in ('learned', 'full') if r % 2 else ('full', 'learned'):
                     times[kind][name].append(timed(work[name][kind], cpu))
         for kind, t in times.items():
             ratios = [a / b for a, b in zip(t['learned'], t['full'])]
-            out[kind] = dict(learned_s=statistics.median(t['learned']), full_s=statistics.median(t['full']),
-                             ratio=statistics.median(ratios), ratios=ratios)
+            out[kind] = dict(
+                learned_s=statistics.median(t['learned']),
+                full_s=statistics.median(t['full']),
+                ratio=statistics.median(ratios),
+                ratios=ratios,
+            )
         assert [s['span_size'] for s in model.spans()] == out['span_size']['learned'], 'the windows moved while timed'
-    except Exception as e: out['status'] = failure_status(e)
+    except Exception as e:
+        out['status'] = failure_status(e)
     return out
 
 # %% ../../nbs/48a_experiment.span_timing.ipynb #9091bdfe
 TIMING_BODY = 'posattn.experiment.span_timing:run_timing'  # what `time_run`'s child runs
 
-def _store(result: Path) -> Path: return result.with_name(f"timing-{result.name}")  # the answers beside a run's result
+
+def _store(result: Path) -> Path:
+    return result.with_name(f"timing-{result.name}")  # the answers beside a run's result
+
 
 def timing_key(result: str | Path, threads: int, batch: int, rounds: int) -> dict:
     "What a timing of `result` depends on: its checkpoint's bytes, the code, threads, batch, rounds, version and processor."
     path = Path(result)
     res = read_result(path)
-    if res is None: raise RunRefused(f"no result at {path}")
+    if res is None:
+        raise RunRefused(f"no result at {path}")
     ckpt, machine = final_checkpoint(res, path), machine_info()
-    return dict(checkpoint=hashlib.sha1(ckpt.read_bytes()).hexdigest()[:12], code=machine['code'], threads=threads,
-                batch=batch, rounds=rounds, version='fast', device='cpu', cpu=machine['cpu'])
+    return dict(
+        checkpoint=hashlib.sha1(ckpt.read_bytes()).hexdigest()[:12],
+        code=machine['code'],
+        threads=threads,
+        batch=batch,
+        rounds=rounds,
+        version='fast',
+        device='cpu',
+        cpu=machine['cpu'],
+    )
+
 
 def stored_timing(result: str | Path) -> dict | None:
     "The latest timing stored beside `result`, whatever code, processor or checkpoint made it; None if none."
@@ -118,20 +155,28 @@ def stored_timing(result: str | Path) -> dict | None:
     kept = json.loads(store.read_text()) if store.exists() else []
     return kept[-1] if kept else None
 
-def time_run(result: str | Path, # a run's result file, seed-<seed>.json, its checkpoint beside it
-             threads: int = 1, # torch threads in the measuring process
-             batch: int | None = None, # images per step; None: the run's batch_size
-             rounds: int = 8, # rounds of TIMING_KINDS, the learned windows and the full span in turn
-             seed: int = 0, # the random batch
-             mem_limit_gb: float = 8, timeout_s: float = 1800) -> dict:
+
+def time_run(
+    result: str | Path,  # a run's result file, seed-<seed>.json, its checkpoint beside it
+    threads: int = 1,  # torch threads in the measuring process
+    batch: int | None = None,  # images per step; None: the run's batch_size
+    rounds: int = 8,  # rounds of TIMING_KINDS, the learned windows and the full span in turn
+    seed: int = 0,  # the random batch
+    mem_limit_gb: float = 8,
+    timeout_s: float = 1800,
+) -> dict:
     "A run's learned windows timed against its full span (`run_timing` in a fresh process); stored beside the result, read back when asked again."
     path = Path(result)
-    if batch is None: batch = read_result(path)['config']['batch_size']
+    if batch is None:
+        batch = read_result(path)['config']['batch_size']
     key = timing_key(path, threads, batch, rounds)
     store = _store(path)
     kept = json.loads(store.read_text()) if store.exists() else []
-    if hit := next((e for e in kept if all(e.get(k) == v for k, v in key.items())), None): return hit
-    case = dict(result=str(path.resolve()), threads=threads, batch=batch, rounds=rounds, seed=seed, mem_limit_gb=mem_limit_gb)
+    if hit := next((e for e in kept if all(e.get(k) == v for k, v in key.items())), None):
+        return hit
+    case = dict(
+        result=str(path.resolve()), threads=threads, batch=batch, rounds=rounds, seed=seed, mem_limit_gb=mem_limit_gb
+    )
     load = os.getloadavg()[0]  # other work on a shared machine slows both sides: record it
     out = key | dict(seed=seed, load_1min=load) | in_child(case, timeout_s, TIMING_BODY)
     if out['status'] == 'ok':

@@ -26,81 +26,175 @@ def _clean(values: Sequence[float]) -> np.ndarray:
     x = np.asarray(list(values), dtype=float)
     return x[np.isfinite(x)]
 
-def summarise(values: Sequence[float] # one number per run (e.g. val_acc_max)
-             ) -> dict:
+
+def summarise(
+    values: Sequence[float],  # one number per run (e.g. val_acc_max)
+) -> dict:
     "n, max, mean and sample std (ddof 1) of a group; NaN and a `note` where there are too few runs."
-    x = _clean(values); n = len(x)
-    out = dict(n=n, max=float(x.max()) if n else math.nan, mean=float(x.mean()) if n else math.nan,
-               std=float(x.std(ddof=1)) if n >= 2 else math.nan, note='')
-    if n < 2: out['note'] = f'{n} run(s): no spread (needs at least 2)'
+    x = _clean(values)
+    n = len(x)
+    out = dict(
+        n=n,
+        max=float(x.max()) if n else math.nan,
+        mean=float(x.mean()) if n else math.nan,
+        std=float(x.std(ddof=1)) if n >= 2 else math.nan,
+        note='',
+    )
+    if n < 2:
+        out['note'] = f'{n} run(s): no spread (needs at least 2)'
     return out
 
 # %% ../../nbs/44_experiment.stats.ipynb #8406d82c
 def jarque_bera(values: Sequence[float]) -> dict:
     "Jarque-Bera statistic and p-value of one group (NaN below 3 runs or without spread)."
     x = _clean(values)
-    if len(x) < 3: return dict(jb=math.nan, jb_p=math.nan, note=f'{len(x)} run(s): Jarque-Bera needs at least 3')
-    if np.ptp(x) == 0: return dict(jb=math.nan, jb_p=math.nan, note='all runs equal: no skewness or kurtosis')
+    if len(x) < 3:
+        return dict(jb=math.nan, jb_p=math.nan, note=f'{len(x)} run(s): Jarque-Bera needs at least 3')
+    if np.ptp(x) == 0:
+        return dict(jb=math.nan, jb_p=math.nan, note='all runs equal: no skewness or kurtosis')
     r = _st.jarque_bera(x)
     return dict(jb=float(r.statistic), jb_p=float(r.pvalue), note='')
 
 # %% ../../nbs/44_experiment.stats.ipynb #db231443
-def welch_from_stats(mean_a: float, std_a: float, n_a: int, # group A: mean, sample std (ddof 1), runs
-                     mean_b: float, std_b: float, n_b: int, # group B
-                     level: float = 0.95 # of the confidence interval of the effect
-                    ) -> dict:
+def welch_from_stats(
+    mean_a: float,
+    std_a: float,
+    n_a: int,  # group A: mean, sample std (ddof 1), runs
+    mean_b: float,
+    std_b: float,
+    n_b: int,  # group B
+    level: float = 0.95,  # of the confidence interval of the effect
+) -> dict:
     "Welch's two-sided t-test of mean(B) - mean(A) and its confidence interval; NaN and a note when undefined."
     out = dict(effect=mean_b - mean_a, t=math.nan, df=math.nan, p=math.nan, ci_low=math.nan, ci_high=math.nan, note='')
     if min(n_a, n_b) < 2 or not np.isfinite([mean_a, mean_b, std_a, std_b]).all():
-        out['note'] = f'n_a={n_a}, n_b={n_b}: Welch needs at least 2 runs per group'; return out
-    if std_a == 0 and std_b == 0: out['note'] = 'no spread in either group: t is undefined'; return out
+        out['note'] = f'n_a={n_a}, n_b={n_b}: Welch needs at least 2 runs per group'
+        return out
+    if std_a == 0 and std_b == 0:
+        out['note'] = 'no spread in either group: t is undefined'
+        return out
     r = _st.ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False)
     va, vb = std_a**2 / n_a, std_b**2 / n_b
-    df = (va + vb)**2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
+    df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
     low, high = _st.t.interval(level, df, loc=out['effect'], scale=math.sqrt(va + vb))
     out.update(t=float(r.statistic), p=float(r.pvalue), df=df, ci_low=float(low), ci_high=float(high))
     return out
 
-def welch(a: Sequence[float], # group A: one number per run
-          b: Sequence[float]  # group B
-         ) -> dict:
+
+def welch(
+    a: Sequence[float],  # group A: one number per run
+    b: Sequence[float],  # group B
+) -> dict:
     "Welch's t-test of mean(B) - mean(A) from the runs themselves (sample std, ddof 1)."
     sa, sb = summarise(a), summarise(b)
     return welch_from_stats(sa['mean'], sa['std'], sa['n'], sb['mean'], sb['std'], sb['n'])
 
 # %% ../../nbs/44_experiment.stats.ipynb #9fbfc09e
-PAPER_N = 5 # runs per treatment in the paper (RandomStates 9188, 2755, 361, 1321, 833)
+PAPER_N = 5  # runs per treatment in the paper (RandomStates 9188, 2755, 361, 1321, 833)
+
 
 def _row(table, setting, a, b, sa, sb, effect, p, printed=True):
-    return dict(table=table, setting=setting, a=a, b=b, n=PAPER_N, effect=effect, p=p, printed=printed,
-                a_stats=dict(zip(('max', 'mean', 'std'), sa)), b_stats=dict(zip(('max', 'mean', 'std'), sb)))
+    return dict(
+        table=table,
+        setting=setting,
+        a=a,
+        b=b,
+        n=PAPER_N,
+        effect=effect,
+        p=p,
+        printed=printed,
+        a_stats=dict(zip(('max', 'mean', 'std'), sa)),
+        b_stats=dict(zip(('max', 'mean', 'std'), sb)),
+    )
+
 
 def _derived(setting, a, b, sa, sb):  # a comparison the paper did not print, from the group statistics it did
-    return _row('2d', setting, a, b=b, sa=sa, sb=sb, effect=sb[1] - sa[1],
-                p=welch_from_stats(sa[1], sa[2], PAPER_N, sb[1], sb[2], PAPER_N)['p'], printed=False)
+    return _row(
+        '2d',
+        setting,
+        a,
+        b=b,
+        sa=sa,
+        sb=sb,
+        effect=sb[1] - sa[1],
+        p=welch_from_stats(sa[1], sa[2], PAPER_N, sb[1], sb[2], PAPER_N)['p'],
+        printed=False,
+    )
 
-PAPER = ( # the paper's Tables 5, 6 and 7 (DECISIONS.md#paper-numbers), one comparison A -> B per row
-    _row('5', '1D', 'baseline', b='siren_1d', sa=(.7624, .7493, .01065), sb=(.7562, .7269, .02311), effect=-.0224,
-         p=.0995),
-    _row('6', '1D', 'siren_1d', b='span_1d', sa=(.7562, .7269, .02311), sb=(.7325, .7094, .02158), effect=-.01750,
-         p=.2511),
-    _row('6', '2D', 'siren_2d', b='span_2d', sa=(.8134, .7991, .008688), sb=(.8130, .8026, .01579), effect=.00346,
-         p=.6823),
-    _row('7', '1D', 'span_1d', b='span_1d_threshold', sa=(.7325, .7094, .02158), sb=(.7352, .7168, .01776),
-         effect=.00742, p=.5697),
-    _row('7', '2D', 'span_2d', b='span_2d_threshold', sa=(.8130, .8026, .01579), sb=(.8130, .8095, .003782),
-         effect=.00694, p=.3882),
+
+PAPER = (  # the paper's Tables 5, 6 and 7 (DECISIONS.md#paper-numbers), one comparison A -> B per row
+    _row(
+        '5',
+        '1D',
+        'baseline',
+        b='siren_1d',
+        sa=(0.7624, 0.7493, 0.01065),
+        sb=(0.7562, 0.7269, 0.02311),
+        effect=-0.0224,
+        p=0.0995,
+    ),
+    _row(
+        '6',
+        '1D',
+        'siren_1d',
+        b='span_1d',
+        sa=(0.7562, 0.7269, 0.02311),
+        sb=(0.7325, 0.7094, 0.02158),
+        effect=-0.01750,
+        p=0.2511,
+    ),
+    _row(
+        '6',
+        '2D',
+        'siren_2d',
+        b='span_2d',
+        sa=(0.8134, 0.7991, 0.008688),
+        sb=(0.8130, 0.8026, 0.01579),
+        effect=0.00346,
+        p=0.6823,
+    ),
+    _row(
+        '7',
+        '1D',
+        'span_1d',
+        b='span_1d_threshold',
+        sa=(0.7325, 0.7094, 0.02158),
+        sb=(0.7352, 0.7168, 0.01776),
+        effect=0.00742,
+        p=0.5697,
+    ),
+    _row(
+        '7',
+        '2D',
+        'span_2d',
+        b='span_2d_threshold',
+        sa=(0.8130, 0.8026, 0.01579),
+        sb=(0.8130, 0.8095, 0.003782),
+        effect=0.00694,
+        p=0.3882,
+    ),
     # 1-D against 2-D positions: the paper's largest difference, which it shows in Figures 5-6 but tests in no table
-    _derived('no span', 'siren_1d', 'siren_2d', (.7562, .7269, .02311), (.8134, .7991, .008688)),
-    _derived('span', 'span_1d', 'span_2d', (.7325, .7094, .02158), (.8130, .8026, .01579)),
-    _derived('span + threshold', 'span_1d_threshold', 'span_2d_threshold', (.7352, .7168, .01776), (.8130, .8095, .003782)),
+    _derived('no span', 'siren_1d', 'siren_2d', (0.7562, 0.7269, 0.02311), (0.8134, 0.7991, 0.008688)),
+    _derived('span', 'span_1d', 'span_2d', (0.7325, 0.7094, 0.02158), (0.8130, 0.8026, 0.01579)),
+    _derived(
+        'span + threshold',
+        'span_1d_threshold',
+        'span_2d_threshold',
+        (0.7352, 0.7168, 0.01776),
+        (0.8130, 0.8095, 0.003782),
+    ),
 )
-PAPER_POWER = dict(d=1.4142, n5=0.5025, n9=0.804) # Section 4.2 and the Discussion: power at 5 and at 9 runs per group
+PAPER_POWER = dict(d=1.4142, n5=0.5025, n9=0.804)  # Section 4.2 and the Discussion: power at 5 and at 9 runs per group
 
-TABLES = {t: [(r['setting'], r['a'], r['b']) for r in PAPER if r['table'] == t] for t in ('5', '6', '7', '2d')} # comparisons A -> B
-TITLES = {'5': 'Table 5: SIREN-based PE vs the baseline PE', '6': 'Table 6: no span vs differentiable span (no threshold)',
-          '7': 'Table 7: differentiable span without vs with threshold',
-          '2d': "Table 2D: 1-D vs 2-D positions (paper columns: Welch's test on its Tables 5-7 group statistics)"}
+TABLES = {
+    t: [(r['setting'], r['a'], r['b']) for r in PAPER if r['table'] == t] for t in ('5', '6', '7', '2d')
+}  # comparisons A -> B
+TITLES = {
+    '5': 'Table 5: SIREN-based PE vs the baseline PE',
+    '6': 'Table 6: no span vs differentiable span (no threshold)',
+    '7': 'Table 7: differentiable span without vs with threshold',
+    '2d': "Table 2D: 1-D vs 2-D positions (paper columns: Welch's test on its Tables 5-7 group statistics)",
+}
 
 # %% ../../nbs/44_experiment.stats.ipynb #92570c67
 def cohens_d(mean_a: float, std_a: float, mean_b: float, std_b: float) -> float:
@@ -108,47 +202,67 @@ def cohens_d(mean_a: float, std_a: float, mean_b: float, std_b: float) -> float:
     sd = math.sqrt((std_a**2 + std_b**2) / 2)
     return abs(mean_b - mean_a) / sd if sd > 0 else math.nan
 
-def power(d: float, # standardised effect (Cohen's d)
-          n: int, # runs per group
-          alpha: float = 0.05) -> float:
+
+def power(
+    d: float,  # standardised effect (Cohen's d)
+    n: int,  # runs per group
+    alpha: float = 0.05,
+) -> float:
     "Power of a two-sided two-sample t-test with `n` runs per group (noncentral t)."
     check_int('n', n, low=2)
-    if not 0 < alpha < 1: raise ValueError(f"alpha={alpha} must lie in (0, 1)")
-    if not math.isfinite(d): return math.nan
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha={alpha} must lie in (0, 1)")
+    if not math.isfinite(d):
+        return math.nan
     df, nc = 2 * n - 2, abs(d) * math.sqrt(n / 2)
     crit = _st.t.ppf(1 - alpha / 2, df)
     return float(_st.nct.sf(crit, df, nc) + _st.nct.cdf(-crit, df, nc))
 
 # %% ../../nbs/44_experiment.stats.ipynb #fa0d4298
-def runs_for_power(d: float, # standardised effect (Cohen's d)
-                   target: float = 0.8, alpha: float = 0.05,
-                   max_n: int = 10**7) -> float:
+def runs_for_power(
+    d: float,  # standardised effect (Cohen's d)
+    target: float = 0.8,
+    alpha: float = 0.05,
+    max_n: int = 10**7,
+) -> float:
     "Smallest runs per group whose two-sided t-test reaches `target` power; NaN if none up to `max_n`."
-    if not 0 < target < 1: raise ValueError(f"target={target} must lie in (0, 1)")
-    if not (math.isfinite(d) and d != 0): return math.nan
+    if not 0 < target < 1:
+        raise ValueError(f"target={target} must lie in (0, 1)")
+    if not (math.isfinite(d) and d != 0):
+        return math.nan
     ns = range(2, max_n + 1)
     i = bisect.bisect_left(ns, target, key=lambda n: power(d, n, alpha))  # power grows with n
     return ns[i] if i < len(ns) else math.nan
 
 # %% ../../nbs/44_experiment.stats.ipynb #3bff9c2d
-def compare(a: Sequence[float], # group A (the reference treatment): one number per run
-            b: Sequence[float], # group B (the changed treatment)
-            alpha: float = 0.05, target: float = 0.8) -> dict:
+def compare(
+    a: Sequence[float],  # group A (the reference treatment): one number per run
+    b: Sequence[float],  # group B (the changed treatment)
+    alpha: float = 0.05,
+    target: float = 0.8,
+) -> dict:
     "Summaries of A and B, Welch's effect and p, Cohen's d, power at the runs made and runs for `target` power."
     sa, sb = summarise(a), summarise(b)
     w = welch_from_stats(sa['mean'], sa['std'], sa['n'], sb['mean'], sb['std'], sb['n'])
     d = cohens_d(sa['mean'], sa['std'], sb['mean'], sb['std']) if not w['note'] else math.nan
     n = min(sa['n'], sb['n'])
     notes = (sa['note'] and 'A: ' + sa['note'], sb['note'] and 'B: ' + sb['note'], w['note'])
-    return dict(a=sa, b=sb, **{k: w[k] for k in ('effect', 'ci_low', 'ci_high', 't', 'df', 'p')}, d=d,
-                power=power(d, n, alpha) if n >= 2 else math.nan, runs_needed=runs_for_power(d, target, alpha),
-                note='; '.join(dict.fromkeys(filter(None, notes))))
+    return dict(
+        a=sa,
+        b=sb,
+        **{k: w[k] for k in ('effect', 'ci_low', 'ci_high', 't', 'df', 'p')},
+        d=d,
+        power=power(d, n, alpha) if n >= 2 else math.nan,
+        runs_needed=runs_for_power(d, target, alpha),
+        note='; '.join(dict.fromkeys(filter(None, notes))),
+    )
 
 # %% ../../nbs/44_experiment.stats.ipynb #60d17512
 def in_seed_order(runs: Sequence[dict]) -> list[dict]:
     "`runs` ordered by the paper's RandomStates (others after them, ascending)."
     order = {s: i for i, s in enumerate(SEEDS)}
     return sorted(runs, key=lambda r: (order.get(r['seed'], len(order)), r['seed']))
+
 
 def values_by_treatment(runs: Sequence[dict], treatments: Sequence[str]) -> dict[str, list[float]]:
     "val_acc_max of each treatment's runs, ordered by the paper's RandomStates (others after, ascending)."
@@ -161,54 +275,101 @@ def _own_attention(treatment: str) -> str | None:
     a = treatment_attention(treatment) if treatment in TREATMENTS else 'positional'
     return None if a == 'positional' else a
 
-def run_version(run: dict # a result, as `load_results` reads it
-               ) -> str:
+
+def run_version(
+    run: dict,  # a result, as `load_results` reads it
+) -> str:
     "The attention version that made `run` (its `config.version`, 'unknown' when it recorded none), or the treatment's own attention."
     return _own_attention(run['treatment']) or str((run.get('config') or {}).get('version') or 'unknown')
 
-def select_version(runs: Sequence[dict], version: str | None = None # None: every run
-                  ) -> tuple[list[dict], list[str]]:
+
+def select_version(
+    runs: Sequence[dict],
+    version: str | None = None,  # None: every run
+) -> tuple[list[dict], list[str]]:
     "The runs made by `version` (all when None), and a note for each run left out."
-    if version is None: return list(runs), []
+    if version is None:
+        return list(runs), []
     keep = lambda r: run_version(r) == version or _own_attention(r['treatment']) is not None  # version has no say there
-    return ([r for r in runs if keep(r)],
-            [f"{r['treatment']} RandomState {r['seed']}: made with version {run_version(r)}, not {version}: left out"
-             for r in runs if not keep(r)])
+    return (
+        [r for r in runs if keep(r)],
+        [
+            f"{r['treatment']} RandomState {r['seed']}: made with version {run_version(r)}, not {version}: left out"
+            for r in runs
+            if not keep(r)
+        ],
+    )
+
 
 def group_versions(runs: Sequence[dict], treatments: Sequence[str] = tuple(TREATMENTS)) -> dict[str, str]:
     "Each treatment's attention version ('' without runs); a ValueError when a group or a comparison mixes versions."
     seen = {t: {} for t in treatments}  # treatment -> {version: its RandomStates, in the paper's order}
     for r in in_seed_order(runs):
-        if r['treatment'] in seen: seen[r['treatment']].setdefault(run_version(r), []).append(r['seed'])
-    problems = [f"{t} mixes versions: " + ', '.join(f"{v} (RandomState {', '.join(map(str, s))})" for v, s in vs.items())
-                for t, vs in seen.items() if len(vs) > 1]
+        if r['treatment'] in seen:
+            seen[r['treatment']].setdefault(run_version(r), []).append(r['seed'])
+    problems = [
+        f"{t} mixes versions: " + ', '.join(f"{v} (RandomState {', '.join(map(str, s))})" for v, s in vs.items())
+        for t, vs in seen.items()
+        if len(vs) > 1
+    ]
     one = {t: next(iter(vs)) if len(vs) == 1 else '' for t, vs in seen.items()}
-    problems += [f"Table {t} ({setting}) compares {a} ({one[a]}) with {b} ({one[b]})" for t, rows in TABLES.items()
-                 for setting, a, b in rows if one.get(a) and one.get(b) and one[a] != one[b]]
+    problems += [
+        f"Table {t} ({setting}) compares {a} ({one[a]}) with {b} ({one[b]})"
+        for t, rows in TABLES.items()
+        for setting, a, b in rows
+        if one.get(a) and one.get(b) and one[a] != one[b]
+    ]
     if problems:
         common = max(sorted({run_version(r) for r in runs}), key=lambda v: sum(run_version(r) == v for r in runs))
-        raise ValueError("the results mix attention versions; a group and a comparison must each come from one:\n  "
-                         + '\n  '.join(problems) + f"\nTo proceed, choose one version, e.g. {common!r}: "
-                         f"select_version(runs, {common!r}) reads only its runs (reproduce.ipynb: -p version {common}); "
-                         f"or rerun the other runs with it (sweep: -p version={common}, after moving their result files "
-                         "aside); or keep each version's runs in a results_dir of its own.")
+        raise ValueError(
+            "the results mix attention versions; a group and a comparison must each come from one:\n  "
+            + '\n  '.join(problems)
+            + f"\nTo proceed, choose one version, e.g. {common!r}: "
+            f"select_version(runs, {common!r}) reads only its runs (reproduce.ipynb: -p version {common}); "
+            f"or rerun the other runs with it (sweep: -p version={common}, after moving their result files "
+            "aside); or keep each version's runs in a results_dir of its own."
+        )
     return one
 
-def versions_label(versions: dict[str, str], # attention version per treatment (`group_versions`)
-                   treatments: Sequence[str] | None = None # the groups to name; default: all
-                  ) -> str:
+
+def versions_label(
+    versions: dict[str, str],  # attention version per treatment (`group_versions`)
+    treatments: Sequence[str] | None = None,  # the groups to name; default: all
+) -> str:
     "'attention version v1' (or 'versions fast, v1') of the groups with runs, for titles."
     vs = sorted({versions[t] for t in (treatments or versions) if versions.get(t)})
     return f"attention version{'s' if len(vs) > 1 else ''} {', '.join(vs)}" if vs else 'no runs'
 
 # %% ../../nbs/44_experiment.stats.ipynb #7eafe982
-COLUMNS = ('setting', 'treatment', 'version', 'n', 'max', 'mean', 'std', 'effect', 'ci_low', 'ci_high', 'p', 'd', 'power', 'runs_for_80',
-           'paper_max', 'paper_mean', 'paper_std', 'paper_effect', 'paper_p', 'note')
+COLUMNS = (
+    'setting',
+    'treatment',
+    'version',
+    'n',
+    'max',
+    'mean',
+    'std',
+    'effect',
+    'ci_low',
+    'ci_high',
+    'p',
+    'd',
+    'power',
+    'runs_for_80',
+    'paper_max',
+    'paper_mean',
+    'paper_std',
+    'paper_effect',
+    'paper_p',
+    'note',
+)
 
-def comparison_rows(values: dict[str, list[float]], # val_acc_max per treatment
-                    pairs: Sequence[tuple[str, str, str]], # (setting, A, B) per comparison
-                    versions: dict[str, str] | None = None # attention version per treatment
-                   ) -> list[dict]:
+
+def comparison_rows(
+    values: dict[str, list[float]],  # val_acc_max per treatment
+    pairs: Sequence[tuple[str, str, str]],  # (setting, A, B) per comparison
+    versions: dict[str, str] | None = None,  # attention version per treatment
+) -> list[dict]:
     "Two rows per comparison A -> B: A, then B with the effect, Welch's p, Cohen's d, power and runs for 80%."
     cols = [c for c in COLUMNS if not c.startswith('paper_')]
     rows = []
@@ -217,112 +378,199 @@ def comparison_rows(values: dict[str, list[float]], # val_acc_max per treatment
         for name, s in ((a, c['a']), (b, c['b'])):
             group = dict(setting=setting, treatment=name, version=(versions or {}).get(name, ''))
             rows.append(dict.fromkeys(cols, math.nan) | group | {k: s[k] for k in ('n', 'max', 'mean', 'std', 'note')})
-        rows[-1] |= {k: c[k] for k in ('effect', 'ci_low', 'ci_high', 'p', 'd', 'power', 'note')}  # B's row: the comparison's
+        rows[-1] |= {
+            k: c[k] for k in ('effect', 'ci_low', 'ci_high', 'p', 'd', 'power', 'note')
+        }  # B's row: the comparison's
         rows[-1]['runs_for_80'] = c['runs_needed']
     return rows
 
-def table_rows(values: dict[str, list[float]], # val_acc_max per treatment
-               table: str, # '5', '6' or '7'
-               versions: dict[str, str] | None = None # attention version per treatment (`group_versions`)
-              ) -> list[dict]:
+
+def table_rows(
+    values: dict[str, list[float]],  # val_acc_max per treatment
+    table: str,  # '5', '6' or '7'
+    versions: dict[str, str] | None = None,  # attention version per treatment (`group_versions`)
+) -> list[dict]:
     "Two rows per comparison of `table`: A, then B with the comparison's statistics; paper numbers beside."
     check_choice('table', table, TABLES)
     paper = []  # per row, the paper's cells: A's group statistics, then B's with the comparison's effect and p
     for r in PAPER:
         if r['table'] == table:
-            paper += [{f'paper_{k}': v for k, v in r['a_stats'].items()},
-                      {f'paper_{k}': v for k, v in r['b_stats'].items()} | dict(paper_effect=r['effect'], paper_p=r['p'])]
+            paper += [
+                {f'paper_{k}': v for k, v in r['a_stats'].items()},
+                {f'paper_{k}': v for k, v in r['b_stats'].items()} | dict(paper_effect=r['effect'], paper_p=r['p']),
+            ]
     rows = comparison_rows(values, TABLES[table], versions)
     return [{c: (row | p).get(c, math.nan) for c in COLUMNS} for row, p in zip(rows, paper)]
 
-def group_rows(values: dict[str, list[float]], # val_acc_max per treatment
-               versions: dict[str, str] | None = None # attention version per treatment (`group_versions`)
-              ) -> list[dict]:
+
+def group_rows(
+    values: dict[str, list[float]],  # val_acc_max per treatment
+    versions: dict[str, str] | None = None,  # attention version per treatment (`group_versions`)
+) -> list[dict]:
     "One row per treatment: its version, n, max, mean, std and Jarque-Bera."
-    return [dict(treatment=t, version=(versions or {}).get(t, ''), **{k: v for k, v in summarise(x).items() if k != 'note'},
-                 **{k: v for k, v in jarque_bera(x).items() if k != 'note'},
-                 note='; '.join(dict.fromkeys(filter(None, (summarise(x)['note'], jarque_bera(x)['note'])))))
-            for t, x in values.items()]
+    return [
+        dict(
+            treatment=t,
+            version=(versions or {}).get(t, ''),
+            **{k: v for k, v in summarise(x).items() if k != 'note'},
+            **{k: v for k, v in jarque_bera(x).items() if k != 'note'},
+            note='; '.join(dict.fromkeys(filter(None, (summarise(x)['note'], jarque_bera(x)['note'])))),
+        )
+        for t, x in values.items()
+    ]
 
 # %% ../../nbs/44_experiment.stats.ipynb #4716971d
-_DIGITS = dict(max=4, mean=4, std=5, effect=4, ci_low=4, ci_high=4, p=4, paper_max=4, paper_mean=4, paper_std=5, paper_effect=5,
-               paper_p=4, jb=3, jb_p=3, d=2, power=3)
+_DIGITS = dict(
+    max=4,
+    mean=4,
+    std=5,
+    effect=4,
+    ci_low=4,
+    ci_high=4,
+    p=4,
+    paper_max=4,
+    paper_mean=4,
+    paper_std=5,
+    paper_effect=5,
+    paper_p=4,
+    jb=3,
+    jb_p=3,
+    d=2,
+    power=3,
+)
+
 
 def _cell(k, v, markdown: bool) -> str:
     "One cell as text: NaN '-' (Markdown) or empty (CSV); counts whole; numbers rounded (Markdown) or in full (CSV)."
-    if isinstance(v, float) and not math.isfinite(v): return '-' if markdown else ''
-    if isinstance(v, float) and k in ('n', 'runs_for_80'): return str(int(v))
-    if isinstance(v, float): return f'{v:.{_DIGITS.get(k, 4)}f}' if markdown else repr(float(v))
+    if isinstance(v, float) and not math.isfinite(v):
+        return '-' if markdown else ''
+    if isinstance(v, float) and k in ('n', 'runs_for_80'):
+        return str(int(v))
+    if isinstance(v, float):
+        return f'{v:.{_DIGITS.get(k, 4)}f}' if markdown else repr(float(v))
     return str(v)
+
 
 def to_markdown(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
     "A Markdown table of `rows`."
     cols = list(columns or rows[0].keys())
     return markdown_table(cols, ([_cell(c, r.get(c, ''), True) for c in cols] for r in rows)) + '\n'
 
-def write_table(rows: Sequence[dict], stem: Path, # written as stem.md and stem.csv
-                title: str = '') -> tuple[Path, Path]:
+
+def write_table(
+    rows: Sequence[dict],
+    stem: Path,  # written as stem.md and stem.csv
+    title: str = '',
+) -> tuple[Path, Path]:
     "Write `rows` as Markdown (with an optional title line) and CSV, each atomically."
     stem, cols = Path(stem), list(rows[0].keys())
     text = io.StringIO()
     csv.writer(text, lineterminator='\n').writerows([cols] + [[_cell(c, r[c], False) for c in cols] for r in rows])
-    return (atomic_write_text((f'{title}\n\n' if title else '') + to_markdown(rows, cols), stem.with_suffix('.md')),
-            atomic_write_text(text.getvalue(), stem.with_suffix('.csv')))
+    return (
+        atomic_write_text((f'{title}\n\n' if title else '') + to_markdown(rows, cols), stem.with_suffix('.md')),
+        atomic_write_text(text.getvalue(), stem.with_suffix('.csv')),
+    )
 
-def write_tables(values: dict[str, list[float]], # val_acc_max per treatment
-                 versions: dict[str, str], # attention version per treatment (`group_versions`)
-                 tables_dir: str | Path, profile: str) -> dict[str, list[dict]]:
+
+def write_tables(
+    values: dict[str, list[float]],  # val_acc_max per treatment
+    versions: dict[str, str],  # attention version per treatment (`group_versions`)
+    tables_dir: str | Path,
+    profile: str,
+) -> dict[str, list[dict]]:
     "The groups table and Tables 5-7 as Markdown and CSV in `tables_dir`, titled with the profile and version(s)."
     out = dict(groups=group_rows(values, versions))
-    write_table(out['groups'], Path(tables_dir) / 'groups',
-                title=f'Validation accuracy per treatment ({profile} profile, {versions_label(versions)})')
+    write_table(
+        out['groups'],
+        Path(tables_dir) / 'groups',
+        title=f'Validation accuracy per treatment ({profile} profile, {versions_label(versions)})',
+    )
     for t, comparisons in TABLES.items():
         out[f'table{t}'] = table_rows(values, t, versions)
-        write_table(out[f'table{t}'], Path(tables_dir) / f'table{t}', title=f'{TITLES[t]} ({profile} profile, '
-                    f'{versions_label(versions, [n for _, a, b in comparisons for n in (a, b)])})')
+        write_table(
+            out[f'table{t}'],
+            Path(tables_dir) / f'table{t}',
+            title=f'{TITLES[t]} ({profile} profile, '
+            f'{versions_label(versions, [n for _, a, b in comparisons for n in (a, b)])})',
+        )
     return out
 
 # %% ../../nbs/44_experiment.stats.ipynb #da368a04
-def against_rows(values: dict[str, list[float]], # val_acc_max per treatment
-                 reference: str, # the treatment every other one is compared with (group A)
-                 treatments: Sequence[str], # the others (each a group B)
-                 setting: str = '', versions: dict[str, str] | None = None) -> list[dict]:
+def against_rows(
+    values: dict[str, list[float]],  # val_acc_max per treatment
+    reference: str,  # the treatment every other one is compared with (group A)
+    treatments: Sequence[str],  # the others (each a group B)
+    setting: str = '',
+    versions: dict[str, str] | None = None,
+) -> list[dict]:
     "The reference's row, then one row per treatment with its comparison to the reference (`comparison_rows`' B rows)."
     rows = comparison_rows(values, [(setting, reference, t) for t in treatments], versions)
     return rows[:1] + rows[1::2]
 
 # %% ../../nbs/44_experiment.stats.ipynb #d2eae9e5
-def solved_rows(values: dict[str, list[float]], # val_acc_max per treatment
-                reference: str, # the treatment every other one is compared with
-                treatments: Sequence[str], # the others
-                level: float, # a run has solved the task when its val_acc_max reaches this
-                setting: str = '', versions: dict[str, str] | None = None) -> list[dict]:
+def solved_rows(
+    values: dict[str, list[float]],  # val_acc_max per treatment
+    reference: str,  # the treatment every other one is compared with
+    treatments: Sequence[str],  # the others
+    level: float,  # a run has solved the task when its val_acc_max reaches this
+    setting: str = '',
+    versions: dict[str, str] | None = None,
+) -> list[dict]:
     "Per treatment, the runs that reached `level` and Fisher's exact p of that count against the reference's."
-    if not 0 < level <= 1: raise ValueError(f"level={level!r} must be an accuracy in (0, 1]")
+    if not 0 < level <= 1:
+        raise ValueError(f"level={level!r} must be an accuracy in (0, 1]")
     ref = values.get(reference, [])
     k0 = sum(x >= level for x in ref)
     rows = []
     for t in [reference, *treatments]:
         x = values.get(t, [])
         k = sum(v >= level for v in x)
-        p = math.nan if t == reference or not x or not ref else float(_st.fisher_exact([[k0, len(ref) - k0], [k, len(x) - k]])[1])
-        rows.append(dict(setting=setting, treatment=t, version=(versions or {}).get(t, ''), n=len(x), solved=k,
-                         share=k / len(x) if x else math.nan, p=p, note='' if x else 'no runs'))
+        p = (
+            math.nan
+            if t == reference or not x or not ref
+            else float(_st.fisher_exact([[k0, len(ref) - k0], [k, len(x) - k]])[1])
+        )
+        rows.append(
+            dict(
+                setting=setting,
+                treatment=t,
+                version=(versions or {}).get(t, ''),
+                n=len(x),
+                solved=k,
+                share=k / len(x) if x else math.nan,
+                p=p,
+                note='' if x else 'no runs',
+            )
+        )
     return rows
 
 # %% ../../nbs/44_experiment.stats.ipynb #cab46714
-def fisher_power(p_a: float, p_b: float, # true shares of solved runs in groups A and B
-                 n_a: int, n_b: int, # runs per group
-                 alpha: float = 0.05) -> float:
+def fisher_power(
+    p_a: float,
+    p_b: float,  # true shares of solved runs in groups A and B
+    n_a: int,
+    n_b: int,  # runs per group
+    alpha: float = 0.05,
+) -> float:
     "Power of Fisher's two-sided exact test of k_a/n_a against k_b/n_b when the true shares are p_a and p_b."
-    check_int('n_a', n_a); check_int('n_b', n_b)
-    if not (0 <= p_a <= 1 and 0 <= p_b <= 1): raise ValueError(f"p_a={p_a!r} and p_b={p_b!r} must be shares in [0, 1]")
+    check_int('n_a', n_a)
+    check_int('n_b', n_b)
+    if not (0 <= p_a <= 1 and 0 <= p_b <= 1):
+        raise ValueError(f"p_a={p_a!r} and p_b={p_b!r} must be shares in [0, 1]")
     pa, pb = _st.binom.pmf(np.arange(n_a + 1), n_a, p_a), _st.binom.pmf(np.arange(n_b + 1), n_b, p_b)
-    return float(sum(pa[i] * pb[j] for i in range(n_a + 1) for j in range(n_b + 1)
-                     if _st.fisher_exact([[i, n_a - i], [j, n_b - j]])[1] <= alpha))
+    return float(
+        sum(
+            pa[i] * pb[j]
+            for i in range(n_a + 1)
+            for j in range(n_b + 1)
+            if _st.fisher_exact([[i, n_a - i], [j, n_b - j]])[1] <= alpha
+        )
+    )
 
-def detectable_share(p_a: float, n_a: int, n_b: int, target: float = 0.8, alpha: float = 0.05,
-                     lower: bool = True) -> float:
+
+def detectable_share(
+    p_a: float, n_a: int, n_b: int, target: float = 0.8, alpha: float = 0.05, lower: bool = True
+) -> float:
     "The share of group B nearest to p_a (below it if `lower`) that Fisher's test tells from p_a with `target` power; NaN: none."
     grid = np.linspace(p_a, 0 if lower else 1, 101)
     return next((float(p) for p in grid if fisher_power(p_a, float(p), n_a, n_b, alpha) >= target), math.nan)

@@ -15,49 +15,84 @@ from pathlib import Path
 from typing import Sequence
 from tqdm.auto import tqdm
 from ..core.checks import check_choice, check_int
-from .runs import (PAPER_TREATMENTS, PROFILES, SEEDS, profile_seeds, TREATMENTS, BadResult,
-                                     RunRefused, atomic_write_text, check_outputs, is_finished, project_root,
-                                     read_result, run_paths)
+from posattn.experiment.runs import (
+    PAPER_TREATMENTS,
+    PROFILES,
+    SEEDS,
+    profile_seeds,
+    TREATMENTS,
+    BadResult,
+    RunRefused,
+    atomic_write_text,
+    check_outputs,
+    is_finished,
+    project_root,
+    read_result,
+    run_paths,
+)
 from .identity import config_diff, mismatch_message, record_config
 from .locks import LOCK_HOLDER_ENV, RunLocked, run_lock
 from .train import check_wandb, checkpoint_diff, read_checkpoint
 from .runner import check_params
-from .cluster import (COMMON, KINDS, SLURM_ONLY, RunStatus, RunTask, attempts, check_executor, executor_for, log_tail,
-                                        status as submission_status, status_table, stop, submit)
+from posattn.experiment.cluster import (
+    COMMON,
+    KINDS,
+    SLURM_ONLY,
+    RunStatus,
+    RunTask,
+    attempts,
+    check_executor,
+    executor_for,
+    log_tail,
+    status as submission_status,
+    status_table,
+    stop,
+    submit,
+)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #25310e97
-RESERVED = ('treatment', 'seed', 'profile') # parameters the sweep sets itself, per run
+RESERVED = ('treatment', 'seed', 'profile')  # parameters the sweep sets itself, per run
 
 # %% ../../nbs/46_experiment.sweep.ipynb #871a761f
-def parse_params(items: Sequence[str] # 'name=value' strings
-                ) -> dict:
+def parse_params(
+    items: Sequence[str],  # 'name=value' strings
+) -> dict:
     "Parse command-line 'name=value' parameters; values are JSON when they parse, strings otherwise."
     out = {}
     for item in items or ():
         name, eq, value = item.partition('=')
         if not eq or not name.isidentifier():
             raise ValueError(f"parameter {item!r} is not of the form name=value (e.g. data_root=data/cifar10)")
-        try: out[name] = json.loads(value)
-        except ValueError: out[name] = value
+        try:
+            out[name] = json.loads(value)
+        except ValueError:
+            out[name] = value
     return out
+
 
 def _check(profile, treatments, seeds, jobs, params) -> list[int]:
     "Raise a ValueError naming the argument, the value and what is accepted; the seeds as Python ints."
     check_choice('profile', profile, PROFILES)
-    for i, t in enumerate(treatments): check_choice(f'treatments[{i}]', t, TREATMENTS)
-    if len(set(treatments)) != len(treatments): raise ValueError(f"treatments={list(treatments)!r} repeats a value")
-    if not seeds: raise ValueError(f"seeds={list(seeds)!r} must name at least one RandomState, e.g. {SEEDS}")
+    for i, t in enumerate(treatments):
+        check_choice(f'treatments[{i}]', t, TREATMENTS)
+    if len(set(treatments)) != len(treatments):
+        raise ValueError(f"treatments={list(treatments)!r} repeats a value")
+    if not seeds:
+        raise ValueError(f"seeds={list(seeds)!r} must name at least one RandomState, e.g. {SEEDS}")
     seeds = [check_int(f'seeds[{i}]', s, 0) for i, s in enumerate(seeds)]
-    if len(set(seeds)) != len(seeds): raise ValueError(f"seeds={seeds!r} repeats a value")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds={seeds!r} repeats a value")
     check_int('jobs', jobs)
     clash = sorted(set(params) & set(RESERVED))
-    if clash: raise ValueError(f"params={clash}: the sweep sets {RESERVED} itself; use --treatments/--seeds/--profile")
+    if clash:
+        raise ValueError(f"params={clash}: the sweep sets {RESERVED} itself; use --treatments/--seeds/--profile")
     return seeds
 
 # %% ../../nbs/46_experiment.sweep.ipynb #6656429a
 @dataclass
 class Run:
     "One treatment and RandomState: its configuration and where its files go."
+
     treatment: str
     seed: int
     result: Path
@@ -65,32 +100,43 @@ class Run:
     log: Path
     checkpoint: Path | None = None
     lock: Path | None = None
-    config: dict = field(default_factory=dict, repr=False) # the configuration the notebook will resolve
-    note: str = '' # what the plan has to say about it
+    config: dict = field(default_factory=dict, repr=False)  # the configuration the notebook will resolve
+    note: str = ''  # what the plan has to say about it
+
     @property
-    def name(self) -> str: return f'{self.treatment}-seed-{self.seed}'
+    def name(self) -> str:
+        return f'{self.treatment}-seed-{self.seed}'
+
 
 def _state(r: Run) -> tuple[str, dict]:
     "('done' | 'todo' | 'result differs' | 'checkpoint differs', differences) for a planned run."
-    try: stored = read_result(r.result)
+    try:
+        stored = read_result(r.result)
     except BadResult as e:
-        r.note = f'{e}: the run sets it aside and computes it again'; return 'todo', {}
+        r.note = f'{e}: the run sets it aside and computes it again'
+        return 'todo', {}
     if stored is not None:
         diff = config_diff(record_config(stored), r.config)
         return ('result differs', diff) if diff else ('done', {})
     if r.checkpoint.exists():
-        try: diff = checkpoint_diff(read_checkpoint(r.checkpoint), r.config, r.config['epochs'])
-        except RunRefused as e: r.note = str(e); return 'todo', {}  # the run stops with this message, in its log
-        if diff: return 'checkpoint differs', diff
+        try:
+            diff = checkpoint_diff(read_checkpoint(r.checkpoint), r.config, r.config['epochs'])
+        except RunRefused as e:
+            r.note = str(e)
+            return 'todo', {}  # the run stops with this message, in its log
+        if diff:
+            return 'checkpoint differs', diff
         r.note = 'resumes from its checkpoint'
     return 'todo', {}
 
 # %% ../../nbs/46_experiment.sweep.ipynb #9abd008d
-def plan(profile: str, # one of PROFILES
-         treatments: Sequence[str] = PAPER_TREATMENTS, seeds: Sequence[int] = SEEDS,
-         results_dir: Path | None = None, # in place of <root>/results
-         params: dict | None = None # the notebook parameters, checked here as the notebook checks them
-        ) -> tuple[list[Run], list[Run]]:
+def plan(
+    profile: str,  # one of PROFILES
+    treatments: Sequence[str] = PAPER_TREATMENTS,
+    seeds: Sequence[int] = SEEDS,
+    results_dir: Path | None = None,  # in place of <root>/results
+    params: dict | None = None,  # the notebook parameters, checked here as the notebook checks them
+) -> tuple[list[Run], list[Run]]:
     "The runs to do and those already finished as requested, seed by seed; RunRefused for stored files made otherwise."
     params = dict(params or {})
     todo, done, differ = [], [], {}
@@ -98,162 +144,267 @@ def plan(profile: str, # one of PROFILES
         for t in treatments:
             cfg, options = check_params(t, seed, profile, params)
             p = run_paths(profile, t, seed, results_dir)
-            r = Run(t, seed, p['result'], notebook=p['notebook'], log=p['log'], checkpoint=p['checkpoint'],
-                    lock=p['lock'], config=cfg)
+            r = Run(
+                t,
+                seed,
+                p['result'],
+                notebook=p['notebook'],
+                log=p['log'],
+                checkpoint=p['checkpoint'],
+                lock=p['lock'],
+                config=cfg,
+            )
             state, diff = _state(r)
-            if state == 'done': done.append(r)
-            elif state == 'todo': todo.append(r)
-            elif options.get('force'): r.note = f'{state}, recomputed (force)'; todo.append(r)
-            else: differ[f"{r.name} ({state.split()[0]})"] = diff
-    if differ: raise RunRefused(mismatch_message(differ, 'stored file'))
+            if state == 'done':
+                done.append(r)
+            elif state == 'todo':
+                todo.append(r)
+            elif options.get('force'):
+                r.note = f'{state}, recomputed (force)'
+                todo.append(r)
+            else:
+                differ[f"{r.name} ({state.split()[0]})"] = diff
+    if differ:
+        raise RunRefused(mismatch_message(differ, 'stored file'))
     return todo, done
 
 # %% ../../nbs/46_experiment.sweep.ipynb #8153954f
 def _cores() -> int:
     "The cores this process may use."
-    try: return len(os.sched_getaffinity(0))
-    except AttributeError: return os.cpu_count() or 1
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
 
 def _command(notebook: Path, run: Run, cwd: Path, params: dict) -> list[str]:
     "The papermill command line for one run."
-    return [sys.executable, '-m', 'papermill', str(notebook), str(run.notebook), '--cwd', str(cwd),
-            '-y', json.dumps(params), '--no-progress-bar']
+    return [
+        sys.executable,
+        '-m',
+        'papermill',
+        str(notebook),
+        str(run.notebook),
+        '--cwd',
+        str(cwd),
+        '-y',
+        json.dumps(params),
+        '--no-progress-bar',
+    ]
+
 
 def _run_env(threads: int | None) -> dict:
     "What a run's task changes in its command's environment: the thread count; IN_TEST and an inherited lock holder removed."
     env = {'IN_TEST': None, LOCK_HOLDER_ENV: None}
-    if threads: env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    if threads:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     return env
 
 # %% ../../nbs/46_experiment.sweep.ipynb #9a5748f9
-def _finished(result: str, # the run's result file
-              since: str | None = None # a forced run: done only when its result is newer than this file
-             ) -> bool:
+def _finished(
+    result: str,  # the run's result file
+    since: str | None = None,  # a forced run: done only when its result is newer than this file
+) -> bool:
     "The run's done check, made by its task: a finished result (is_finished), newer than `since` when given."
-    if not is_finished(result): return False
-    try: return since is None or os.stat(result).st_mtime >= os.stat(since).st_mtime
-    except OSError: return False
+    if not is_finished(result):
+        return False
+    try:
+        return since is None or os.stat(result).st_mtime >= os.stat(since).st_mtime
+    except OSError:
+        return False
+
 
 def _kernel_not_started(output: str) -> bool:
     "Whether papermill's output says the notebook's kernel never started (so no cell ran): nbclient's line for it."
     return 'Error occurred while starting new kernel client' in output
 
+
 def _task(run: Run, notebook: Path, cwd: Path, params: dict, threads: int | None, since: Path | None) -> RunTask:
     "The run as a checkpointable task: its papermill command, done when its result is finished, under its lock; started again when its kernel never started."
-    return RunTask(run.name, _command(notebook, run, cwd, params), run.log, cwd=cwd, env=_run_env(threads),
-                   done=functools.partial(_finished, str(run.result), None if since is None else str(since)),
-                   lock=functools.partial(run_lock, str(run.lock)), holder_env=LOCK_HOLDER_ENV, busy=(RunLocked,),
-                   restart_when=_kernel_not_started)
+    return RunTask(
+        run.name,
+        _command(notebook, run, cwd, params),
+        run.log,
+        cwd=cwd,
+        env=_run_env(threads),
+        done=functools.partial(_finished, str(run.result), None if since is None else str(since)),
+        lock=functools.partial(run_lock, str(run.lock)),
+        holder_env=LOCK_HOLDER_ENV,
+        busy=(RunLocked,),
+        restart_when=_kernel_not_started,
+    )
+
 
 def _code_modules() -> list:
     "The modules whose code travels by value in the tasks' pickles: the runs and locks modules (is_finished, run_lock) and this one."
-    names = list(dict.fromkeys([is_finished.__module__, run_lock.__module__] + ([__name__] if __name__ != '__main__' else [])))
+    names = list(
+        dict.fromkeys([is_finished.__module__, run_lock.__module__] + ([__name__] if __name__ != '__main__' else []))
+    )
     return [sys.modules[n] for n in names if n in sys.modules]
+
 
 _ERROR_LINE = re.compile(r'[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: .*)?')
 
+
 def _log_error(log: Path) -> str:
     "The last exception line in the end of a run's log, '' when there is none: what the notebook or its kernel said last."
-    lines = [l.strip() for l in re.sub(r'\x1b\[[0-9;]*[A-Za-z]', '', log_tail(log, 50)).splitlines()]  # without terminal colours
+    lines = [
+        l.strip() for l in re.sub(r'\x1b\[[0-9;]*[A-Za-z]', '', log_tail(log, 50)).splitlines()
+    ]  # without terminal colours
     return next((l for l in reversed(lines) if _ERROR_LINE.fullmatch(l)), '')[:200]
+
 
 def _why_failed(task: RunTask, run: Run, error: Exception) -> str:
     "Why a run's job failed, from its last attempt and the end of its log."
     a = (attempts(task.state) or [{}])[-1]
-    if a.get('note') == 'exit 0 but not done': return f'the notebook ended but wrote no finished result at {run.result}'
+    if a.get('note') == 'exit 0 but not done':
+        return f'the notebook ended but wrote no finished result at {run.result}'
     if a.get('end') == 'failed' and a.get('returncode') is not None:
         said = _log_error(run.log)
         return f"papermill exited with {a['returncode']}" + (f' ({said})' if said else '')
     return f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"[:300]
 
+
 def _outcome(job, task: RunTask, run: Run, wait_s: float = 0.0) -> tuple[str, str]:
     "('done' | 'skipped' | 'busy' | 'failed', what to say) for a job that has ended (`wait_s`: a shared disk's delay)."
     t0 = time.time()  # submitit itself would wait a minute for a result a killed task never writes
-    while not job.paths.result_pickle.exists() and time.time() - t0 < wait_s: time.sleep(0.5)
+    while not job.paths.result_pickle.exists() and time.time() - t0 < wait_s:
+        time.sleep(0.5)
     if not job.paths.result_pickle.exists():
         return 'failed', _why_failed(task, run, RuntimeError('the job ended without a result'))
-    try: res = job.result()
-    except Exception as e: return 'failed', _why_failed(task, run, e)
-    if res['status'] == 'busy': return 'busy', res.get('note', '')
-    if res['status'] == 'skipped': return 'skipped', 'finished meanwhile by another process'
+    try:
+        res = job.result()
+    except Exception as e:
+        return 'failed', _why_failed(task, run, e)
+    if res['status'] == 'busy':
+        return 'busy', res.get('note', '')
+    if res['status'] == 'skipped':
+        return 'skipped', 'finished meanwhile by another process'
     return 'done', ''
 
 # %% ../../nbs/46_experiment.sweep.ipynb #bd6bf521
 @dataclass
 class SweepReport:
     "What a sweep did with each run: skipped (already finished), done, busy (another process), failed, interrupted, not started, submitted."
+
     skipped: list = field(default_factory=list)
     done: list = field(default_factory=list)
-    failed: list = field(default_factory=list) # (Run, reason)
-    busy: list = field(default_factory=list) # (Run, who holds it)
+    failed: list = field(default_factory=list)  # (Run, reason)
+    busy: list = field(default_factory=list)  # (Run, who holds it)
     interrupted: list = field(default_factory=list)
     not_started: list = field(default_factory=list)
-    planned: list = field(default_factory=list) # a dry run's plan
-    submitted: list = field(default_factory=list) # runs left to SLURM (not watched to their end)
-    jobs: list = field(default_factory=list) # the job ids of the submission
-    watch: str = '' # the command that shows where every run is
+    planned: list = field(default_factory=list)  # a dry run's plan
+    submitted: list = field(default_factory=list)  # runs left to SLURM (not watched to their end)
+    jobs: list = field(default_factory=list)  # the job ids of the submission
+    watch: str = ''  # the command that shows where every run is
+
     @property
-    def ok(self) -> bool: return not (self.failed or self.interrupted or self.not_started)
+    def ok(self) -> bool:
+        return not (self.failed or self.interrupted or self.not_started)
+
     def summary(self) -> str:
         "A few lines for the terminal."
-        lines = [f'{len(self.done)} run(s) done, {len(self.skipped)} skipped (already finished), '
-                 f'{len(self.busy)} skipped (another process is working on them), {len(self.failed)} failed'
-                 + (f', {len(self.submitted)} submitted to SLURM' if self.submitted else '')]
+        lines = [
+            f'{len(self.done)} run(s) done, {len(self.skipped)} skipped (already finished), '
+            f'{len(self.busy)} skipped (another process is working on them), {len(self.failed)} failed'
+            + (f', {len(self.submitted)} submitted to SLURM' if self.submitted else '')
+        ]
         lines += [f'  FAILED {r.name}: {why}; log: {r.log}' for r, why in self.failed]
         lines += [f'  BUSY {r.name}: {why}' for r, why in self.busy]
         if self.submitted:
             arrays = ' '.join(sorted({j.split('_')[0] for j in self.jobs}))
-            lines += [f"SLURM runs (job {arrays}): {', '.join(r.name for r in self.submitted)}", f'  where they are: {self.watch}',
-                      f'  they go on without this process; to stop them: scancel {arrays}']
+            lines += [
+                f"SLURM runs (job {arrays}): {', '.join(r.name for r in self.submitted)}",
+                f'  where they are: {self.watch}',
+                f'  they go on without this process; to stop them: scancel {arrays}',
+            ]
         if self.interrupted or self.not_started:
             names = lambda rs: ', '.join(r.name for r in rs) or 'none'
-            lines += [f'interrupted: {names(self.interrupted)}', f'not started: {names(self.not_started)}',
-                      'To resume, run the same command again: finished runs are kept, and interrupted runs continue '
-                      'from the checkpoint of their last finished epoch.']
+            lines += [
+                f'interrupted: {names(self.interrupted)}',
+                f'not started: {names(self.not_started)}',
+                'To resume, run the same command again: finished runs are kept, and interrupted runs continue '
+                'from the checkpoint of their last finished epoch.',
+            ]
         return '\n'.join(lines)
+
 
 class SweepInterrupted(KeyboardInterrupt):
     "A sweep stopped by Ctrl-C; `report` says what finished, what was interrupted and what never started."
-    def __init__(self, report: SweepReport): super().__init__('sweep interrupted'); self.report = report
+
+    def __init__(self, report: SweepReport):
+        super().__init__('sweep interrupted')
+        self.report = report
 
 # %% ../../nbs/46_experiment.sweep.ipynb #59bb1aa5
 def _record(report: SweepReport, r: Run, status: str, why: str, bar=None):
     "File a run that ended under its status (a report field); a failed or busy one with its reason, also said above the bar."
-    if status in ('done', 'skipped'): getattr(report, status).append(r)
+    if status in ('done', 'skipped'):
+        getattr(report, status).append(r)
     else:
         getattr(report, status).append((r, why))
-        if bar is not None: bar.write(f'{status.upper()} {r.name}: {why}' + (f'; log: {r.log}' if status == 'failed' else ''))
+        if bar is not None:
+            bar.write(f'{status.upper()} {r.name}: {why}' + (f'; log: {r.log}' if status == 'failed' else ''))
+
 
 def _stop(pending: list, report: SweepReport, before: dict):
     "After a Ctrl-C on a local sweep: stop the runs, and sort each into the report (ended, interrupted, not started)."
     stop([job for job, _, _ in pending])
     for job, task, r in pending:
-        ran = any(a.get('end') not in ('skipped', 'busy') for a in attempts(task.state)[before[task.name]:])
-        if job.paths.result_pickle.exists(): _record(report, r, *_outcome(job, task, r))
-        elif ran: report.interrupted.append(r)
-        else: report.not_started.append(r)
+        ran = any(a.get('end') not in ('skipped', 'busy') for a in attempts(task.state)[before[task.name] :])
+        if job.paths.result_pickle.exists():
+            _record(report, r, *_outcome(job, task, r))
+        elif ran:
+            report.interrupted.append(r)
+        else:
+            report.not_started.append(r)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #053bf998
-def _launch(todo: list[Run], report: SweepReport, notebook: Path, params: dict, profile: str, executor, wait: bool,
-            progress: bool, since: Path | None) -> SweepReport:
+def _launch(
+    todo: list[Run],
+    report: SweepReport,
+    notebook: Path,
+    params: dict,
+    profile: str,
+    executor,
+    wait: bool,
+    progress: bool,
+    since: Path | None,
+) -> SweepReport:
     "Submit `todo` as one array through `executor`; unless `wait`, leave the runs to the scheduler, else record each as it ends."
-    tasks = [_task(r, notebook, notebook.parent, dict(params, treatment=r.treatment, seed=r.seed, profile=profile),
-                   params.get('threads'), since) for r in todo]
+    tasks = [
+        _task(
+            r,
+            notebook,
+            notebook.parent,
+            dict(params, treatment=r.treatment, seed=r.seed, profile=profile),
+            params.get('threads'),
+            since,
+        )
+        for r in todo
+    ]
     before = {t.name: len(attempts(t.state)) for t in tasks}  # each task's attempts before this submission
     jobs = submit(tasks, executor, by_value=_code_modules(), watch=report.watch)
     report.jobs = [str(j.job_id) for j in jobs]
-    if not wait: report.submitted = list(todo); return report
+    if not wait:
+        report.submitted = list(todo)
+        return report
     local, pending = executor.posattn['kind'] == 'local', list(zip(jobs, tasks, todo))
     with tqdm(total=len(todo), desc=f'sweep {profile}', unit='run', disable=not progress) as bar:
         try:
             while pending:
                 for item in [p for p in pending if p[0].done()]:
-                    _record(report, item[2], *_outcome(*item, wait_s=0 if local else 30), bar); pending.remove(item)
-                    bar.update(1); bar.set_postfix(failed=len(report.failed))
-                if pending: time.sleep(0.3 if local else 5)
+                    _record(report, item[2], *_outcome(*item, wait_s=0 if local else 30), bar)
+                    pending.remove(item)
+                    bar.update(1)
+                    bar.set_postfix(failed=len(report.failed))
+                if pending:
+                    time.sleep(0.3 if local else 5)
         except KeyboardInterrupt:  # the local runs are stopped, SLURM's go on
-            if local: _stop(pending, report, before)
-            else: report.submitted += [r for _, _, r in pending]
+            if local:
+                _stop(pending, report, before)
+            else:
+                report.submitted += [r for _, _, r in pending]
             raise SweepInterrupted(report) from None
     return report
 
@@ -262,15 +413,20 @@ def submission_folder(profile: str, results_dir: str | Path | None = None) -> Pa
     "Where a profile's sweeps submit from: <results>/<profile>/submitit (pickles, submitit's logs, the manifest, stamps)."
     return run_paths(profile, 'any', 0, results_dir)['result'].parent.parent / 'submitit'
 
+
 def _executor_options(executor: str, options: dict, jobs: int | None) -> dict:
     "The executor's options without the unset ones; locally `jobs` is the parallelism. A ValueError, in command-line terms."
-    try: check_choice('executor', executor, KINDS)
-    except ValueError as e: raise ValueError(f"{e} (--executor)") from None
+    try:
+        check_choice('executor', executor, KINDS)
+    except ValueError as e:
+        raise ValueError(f"{e} (--executor)") from None
     o = {k: v for k, v in options.items() if v is not None}
     if executor == 'local':
         if given := [k for k in SLURM_ONLY if k in o]:
-            raise ValueError(f"{', '.join('--' + k.replace('_', '-') for k in given)} only apply to --executor slurm "
-                             f"(given --executor local)")
+            raise ValueError(
+                f"{', '.join('--' + k.replace('_', '-') for k in given)} only apply to --executor slurm "
+                f"(given --executor local)"
+            )
         if jobs is not None and o.get('array_parallelism', jobs) != jobs:
             raise ValueError(f"jobs={jobs} and array_parallelism={o['array_parallelism']} disagree: give one of them")
         o['array_parallelism'] = o.get('array_parallelism') or jobs or 1
@@ -278,156 +434,257 @@ def _executor_options(executor: str, options: dict, jobs: int | None) -> dict:
         raise ValueError(f"jobs={jobs!r} is the local executor's parallelism: on SLURM use --array-parallelism")
     return o
 
+
 def _threads(params: dict, executor: str, o: dict):
     "Set each run's threads in params unless asked: locally cores // jobs, on SLURM its cpus_per_run."
     if 'threads' not in params:
-        if executor == 'local': params['threads'] = max(1, _cores() // o['array_parallelism'])
-        elif o.get('cpus_per_run'): params['threads'] = o['cpus_per_run']
+        if executor == 'local':
+            params['threads'] = max(1, _cores() // o['array_parallelism'])
+        elif o.get('cpus_per_run'):
+            params['threads'] = o['cpus_per_run']
+
 
 def _wandb_group(profile: str, params: dict, group: str | None, name: str):
     "When W&B logging is on, give every run the group (default: the sweep's name); its credentials checked now."
     mode = params.get('wandb_mode', PROFILES[profile]['wandb_mode'])
     check_wandb(mode)
     if mode == 'disabled':
-        if group is not None: raise ValueError(f"wandb_group={group!r} needs W&B logging: add -p wandb_mode=offline (or online)")
+        if group is not None:
+            raise ValueError(f"wandb_group={group!r} needs W&B logging: add -p wandb_mode=offline (or online)")
         return
     params['wandb_group'] = group or params.get('wandb_group') or name
 
 # %% ../../nbs/46_experiment.sweep.ipynb #35cc9977
 def _stamp(folder: Path, name: str, todo: list, params: dict, executor: str, o: dict) -> Path:
     "The sweep's record, written before it submits: what it asked for (a forced run must end newer than this file)."
-    return atomic_write_text(json.dumps(dict(sweep=name, executor=executor, options=o, params=params, host=os.uname().nodename,
-                                             runs=[r.name for r in todo]), indent=1), folder / f'sweep-{name}-{os.getpid()}.json')
+    return atomic_write_text(
+        json.dumps(
+            dict(
+                sweep=name,
+                executor=executor,
+                options=o,
+                params=params,
+                host=os.uname().nodename,
+                runs=[r.name for r in todo],
+            ),
+            indent=1,
+        ),
+        folder / f'sweep-{name}-{os.getpid()}.json',
+    )
 
-def sweep(profile: str = 'cpu', # one of PROFILES
-          treatments: Sequence[str] | None = None, # default: the paper's seven (PAPER_TREATMENTS); any of TREATMENTS
-          seeds: Sequence[int] | None = None, # default: the profile's (profile_seeds)
-          jobs: int | None = None, # local runs at once (default 1)
-          params: dict | None = None, # extra notebook parameters, e.g. dict(data_root='...')
-          results_dir: Path | None = None, # in place of <root>/results: results go to <results_dir>/<profile>/
-          notebook: Path | None = None, # default: <root>/nbs/run_experiment.ipynb
-          progress: bool = True,
-          dry_run: bool = False, # check and plan only: the report's `planned` and `skipped`
-          executor: str = 'local', # 'local' (submitit's LocalExecutor) or 'slurm' (one SLURM job array)
-          options: dict | None = None, # the executor's options (cluster.make_executor), e.g. dict(partition='gpu', time='48:00:00')
-          wait: bool | None = None, # watch the runs to their end (default: locally yes, on SLURM no)
-          wandb_group: str | None = None # the W&B group of the runs when logging is on (default: the sweep's name)
-         ) -> SweepReport:
+
+def sweep(
+    profile: str = 'cpu',  # one of PROFILES
+    treatments: Sequence[str] | None = None,  # default: the paper's seven (PAPER_TREATMENTS); any of TREATMENTS
+    seeds: Sequence[int] | None = None,  # default: the profile's (profile_seeds)
+    jobs: int | None = None,  # local runs at once (default 1)
+    params: dict | None = None,  # extra notebook parameters, e.g. dict(data_root='...')
+    results_dir: Path | None = None,  # in place of <root>/results: results go to <results_dir>/<profile>/
+    notebook: Path | None = None,  # default: <root>/nbs/run_experiment.ipynb
+    progress: bool = True,
+    dry_run: bool = False,  # check and plan only: the report's `planned` and `skipped`
+    executor: str = 'local',  # 'local' (submitit's LocalExecutor) or 'slurm' (one SLURM job array)
+    options: dict
+    | None = None,  # the executor's options (cluster.make_executor), e.g. dict(partition='gpu', time='48:00:00')
+    wait: bool | None = None,  # watch the runs to their end (default: locally yes, on SLURM no)
+    wandb_group: str | None = None,  # the W&B group of the runs when logging is on (default: the sweep's name)
+) -> SweepReport:
     "Submit every missing treatment x seed of `profile` as one array of papermill runs, locally or to SLURM."
     treatments = list(PAPER_TREATMENTS if treatments is None else treatments)
-    seeds = list(profile_seeds(profile) if seeds is None else seeds); params = dict(params or {})
+    seeds = list(profile_seeds(profile) if seeds is None else seeds)
+    params = dict(params or {})
     name = f"{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
     seeds = _check(profile, treatments, seeds, 1 if jobs is None else jobs, params)
     o, folder = _executor_options(executor, dict(options or {}), jobs), submission_folder(profile, results_dir)
     checked = check_executor(executor, folder, **o)  # once: its warnings (a folder not shared between nodes) said once
     notebook = Path(notebook or project_root() / 'nbs' / 'run_experiment.ipynb').resolve()
-    if not notebook.exists(): raise ValueError(f"notebook={str(notebook)!r} does not exist")
-    if results_dir is not None: params['results_dir'] = str(Path(results_dir).resolve())
+    if not notebook.exists():
+        raise ValueError(f"notebook={str(notebook)!r} does not exist")
+    if results_dir is not None:
+        params['results_dir'] = str(Path(results_dir).resolve())
     _threads(params, executor, o)
     _wandb_group(profile, params, wandb_group, name)
     todo, skipped = plan(profile, treatments, seeds, results_dir, params)
-    watch = f"python -m posattn.sweep --status --profile {profile}" + (f" --results-dir {results_dir}" if results_dir else '')
+    watch = f"python -m posattn.sweep --status --profile {profile}" + (
+        f" --results-dir {results_dir}" if results_dir else ''
+    )
     report = SweepReport(skipped=skipped, watch=watch)
-    if dry_run: report.planned = todo; return report
+    if dry_run:
+        report.planned = todo
+        return report
     for r in todo:
         p = run_paths(profile, r.treatment, r.seed, results_dir, params.get('figures_dir'))
         check_outputs([p[k] for k in ('result', 'checkpoint', 'notebook', 'log', 'curves')])
-    if not todo: return report
+    if not todo:
+        return report
     stamp = _stamp(folder, name, todo, params, executor, o)
     ex = executor_for(executor, folder, checked)
-    return _launch(todo, report, notebook, params=params, profile=profile, executor=ex,
-                   wait=executor == 'local' if wait is None else wait, progress=progress,
-                   since=stamp if params.get('force') else None)
+    return _launch(
+        todo,
+        report,
+        notebook,
+        params=params,
+        profile=profile,
+        executor=ex,
+        wait=executor == 'local' if wait is None else wait,
+        progress=progress,
+        since=stamp if params.get('force') else None,
+    )
 
 # %% ../../nbs/46_experiment.sweep.ipynb #3f51195e
-def sweep_status(profile: str | None = None, # default: every profile with submissions
-                 results_dir: str | Path | None = None # in place of <root>/results
-                ) -> dict[str, list[RunStatus]]:
+def sweep_status(
+    profile: str | None = None,  # default: every profile with submissions
+    results_dir: str | Path | None = None,  # in place of <root>/results
+) -> dict[str, list[RunStatus]]:
     "Every submitted run of each profile: pending, running, done (its result is finished) or failed; attempts, requeues."
     out = {}
     for p in [profile] if profile else list(PROFILES):
         folder = submission_folder(p, results_dir)
-        if not (folder / 'runs.jsonl').exists(): continue
+        if not (folder / 'runs.jsonl').exists():
+            continue
         rows = submission_status(folder)
         for row in rows:
             t, _, s = row.name.rpartition('-seed-')
             result = run_paths(p, t, s, results_dir)['result']
             if is_finished(result):
-                if row.state != 'done': row.note = 'finished' + (' by another process' if row.note.startswith('not run') else '')
+                if row.state != 'done':
+                    row.note = 'finished' + (' by another process' if row.note.startswith('not run') else '')
                 row.state, row.tail = 'done', ''
-            elif row.state == 'done': row.state, row.note = 'failed', f'no finished result at {result} (removed or damaged since?)'
+            elif row.state == 'done':
+                row.state, row.note = 'failed', f'no finished result at {result} (removed or damaged since?)'
         out[p] = rows
     return out
 
 # %% ../../nbs/46_experiment.sweep.ipynb #10585957
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='python -m posattn.sweep',
-                                description='Run the missing treatment x RandomState runs of a profile, here or as a SLURM job array.')
-    p.add_argument('--profile', default=None, help=f'one of {tuple(PROFILES)} (default cpu; with --status: every profile)')
+    p = argparse.ArgumentParser(
+        prog='python -m posattn.sweep',
+        description='Run the missing treatment x RandomState runs of a profile, here or as a SLURM job array.',
+    )
+    p.add_argument(
+        '--profile', default=None, help=f'one of {tuple(PROFILES)} (default cpu; with --status: every profile)'
+    )
     p.add_argument('--jobs', type=int, default=None, help='local runs at once (default 1)')
-    p.add_argument('--treatments', nargs='+', default=list(PAPER_TREATMENTS),
-                   help=f"default: the paper's seven; any of {', '.join(TREATMENTS)}")
-    p.add_argument('--seeds', nargs='+', type=int, default=None,
-                   help="default: the profile's (the paper's five; nine, STUDY_SEEDS, for study and probe)")
-    p.add_argument('-p', dest='params', action='append', default=[], metavar='NAME=VALUE',
-                   help='a parameter of the runs (any setting of the profile, force=true, figures_dir=...), repeatable')
+    p.add_argument(
+        '--treatments',
+        nargs='+',
+        default=list(PAPER_TREATMENTS),
+        help=f"default: the paper's seven; any of {', '.join(TREATMENTS)}",
+    )
+    p.add_argument(
+        '--seeds',
+        nargs='+',
+        type=int,
+        default=None,
+        help="default: the profile's (the paper's five; nine, STUDY_SEEDS, for study and probe)",
+    )
+    p.add_argument(
+        '-p',
+        dest='params',
+        action='append',
+        default=[],
+        metavar='NAME=VALUE',
+        help='a parameter of the runs (any setting of the profile, force=true, figures_dir=...), repeatable',
+    )
     p.add_argument('--results-dir', default=None, help='in place of results/ (runs go to RESULTS_DIR/<profile>/)')
     p.add_argument('--notebook', default=None, help='default: nbs/run_experiment.ipynb')
     p.add_argument('--dry-run', action='store_true', help='check the parameters, print the plan and stop')
     p.add_argument('--status', action='store_true', help='show where every submitted run is, and stop')
-    p.add_argument('--wandb-group', default=None, help="W&B group of the runs when -p wandb_mode=offline|online (default: the sweep's name)")
+    p.add_argument(
+        '--wandb-group',
+        default=None,
+        help="W&B group of the runs when -p wandb_mode=offline|online (default: the sweep's name)",
+    )
     g = p.add_argument_group('executor', 'where the runs go (posattn.experiment.cluster)')
-    g.add_argument('--executor', default='local', help="local (default: processes on this machine) or slurm (one job array)")
+    g.add_argument(
+        '--executor', default='local', help="local (default: processes on this machine) or slurm (one job array)"
+    )
     g.add_argument('--partition', help='slurm: the partition')
     g.add_argument('--gpus-per-run', type=int, help='slurm: GPUs of each run')
     g.add_argument('--cpus-per-run', type=int, help="slurm: CPUs of each run (also its threads)")
     g.add_argument('--mem-gb', type=float, help='slurm: memory of each run, in GB')
     g.add_argument('--time', help="time limit of one attempt: minutes, HH:MM:SS or D-HH:MM:SS (required with slurm)")
     g.add_argument('--array-parallelism', type=int, help='runs at once (slurm: --array=...%%K; local: same as --jobs)')
-    g.add_argument('--signal-delay-s', type=int, help="seconds before the limit when a run is told to checkpoint and requeue")
-    g.add_argument('--max-timeouts', type=int, help='how many times a run may reach its limit and be requeued (default 3)')
-    g.add_argument('--wait', action='store_true', help='slurm: watch the runs to their end and report (local sweeps always do)')
+    g.add_argument(
+        '--signal-delay-s', type=int, help="seconds before the limit when a run is told to checkpoint and requeue"
+    )
+    g.add_argument(
+        '--max-timeouts', type=int, help='how many times a run may reach its limit and be requeued (default 3)'
+    )
+    g.add_argument(
+        '--wait', action='store_true', help='slurm: watch the runs to their end and report (local sweeps always do)'
+    )
     return p
+
 
 def _print_status(profile: str | None, results_dir) -> int:
     found = sweep_status(profile, results_dir)
-    if not found: print(f"no submitted runs in {submission_folder(profile or '<profile>', results_dir)}")
-    for p, rows in found.items(): print(f"profile {p} ({submission_folder(p, results_dir)}):\n{status_table(rows)}\n")
+    if not found:
+        print(f"no submitted runs in {submission_folder(profile or '<profile>', results_dir)}")
+    for p, rows in found.items():
+        print(f"profile {p} ({submission_folder(p, results_dir)}):\n{status_table(rows)}\n")
     return 0
+
 
 def _warning_line(message, category, filename, lineno, file=None, line=None):
     print(f'warning: {message}', file=sys.stderr, flush=True)
 
 # %% ../../nbs/46_experiment.sweep.ipynb #b9057a04
-class _Terminated(KeyboardInterrupt): "SIGTERM, taken as a Ctrl-C so that the local runs stop with the sweep."
+class _Terminated(KeyboardInterrupt):
+    "SIGTERM, taken as a Ctrl-C so that the local runs stop with the sweep."
 
-def _on_term(signum, frame): raise _Terminated()
+
+def _on_term(signum, frame):
+    raise _Terminated()
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     "The command line: 0 when all runs are finished (or submitted), 1 when some failed, 2 for bad input or a refusal, 130 on Ctrl-C, 143 on SIGTERM."
     a = _parser().parse_args(argv)
-    if a.status: return _print_status(a.profile, a.results_dir)
-    if threading.current_thread() is not threading.main_thread(): return _main(a)  # only the main thread takes signals
+    if a.status:
+        return _print_status(a.profile, a.results_dir)
+    if threading.current_thread() is not threading.main_thread():
+        return _main(a)  # only the main thread takes signals
     old = signal.signal(signal.SIGTERM, _on_term)  # `kill` stops the runs too, not only the sweep
-    try: return _main(a)
-    finally: signal.signal(signal.SIGTERM, old)
+    try:
+        return _main(a)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
 
 def _main(a) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _warning_line
         try:
-            rep = sweep(a.profile or 'cpu', a.treatments, a.seeds, jobs=a.jobs, params=parse_params(a.params),
-                        results_dir=a.results_dir, notebook=a.notebook, dry_run=a.dry_run,
-                        executor=a.executor,
-                        options={k: getattr(a, k) for k in SLURM_ONLY + COMMON},
-                        wait=a.wait or None, wandb_group=a.wandb_group)
+            rep = sweep(
+                a.profile or 'cpu',
+                a.treatments,
+                a.seeds,
+                jobs=a.jobs,
+                params=parse_params(a.params),
+                results_dir=a.results_dir,
+                notebook=a.notebook,
+                dry_run=a.dry_run,
+                executor=a.executor,
+                options={k: getattr(a, k) for k in SLURM_ONLY + COMMON},
+                wait=a.wait or None,
+                wandb_group=a.wandb_group,
+            )
         except (ValueError, RunRefused) as e:
-            print(f'error: {e}', file=sys.stderr); return 2
+            print(f'error: {e}', file=sys.stderr)
+            return 2
         except SweepInterrupted as e:
-            print(e.report.summary(), flush=True); return 143 if isinstance(e.__context__, _Terminated) else 130
+            print(e.report.summary(), flush=True)
+            return 143 if isinstance(e.__context__, _Terminated) else 130
         except KeyboardInterrupt as e:
-            print('interrupted before any run started: nothing to resume', flush=True); return 143 if isinstance(e, _Terminated) else 130
+            print('interrupted before any run started: nothing to resume', flush=True)
+            return 143 if isinstance(e, _Terminated) else 130
     if a.dry_run:
-        print(f'{len(rep.planned)} to run, {len(rep.skipped)} finished',
-              *[f'  {r.name}' + (f': {r.note}' if r.note else '') for r in rep.planned], sep='\n'); return 0
-    print(rep.summary()); return 0 if rep.ok else 1
+        print(
+            f'{len(rep.planned)} to run, {len(rep.skipped)} finished',
+            *[f'  {r.name}' + (f': {r.note}' if r.note else '') for r in rep.planned],
+            sep='\n',
+        )
+        return 0
+    print(rep.summary())
+    return 0 if rep.ok else 1

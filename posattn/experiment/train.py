@@ -26,26 +26,37 @@ from .runs import RunRefused, atomic_save, check_outputs, say
 from .identity import config_diff, mismatch_message, record_config
 
 # %% ../../nbs/42_experiment.train.ipynb #cf029302
-AMP_MODES = ('off', 'bf16') # mixed precision: none, or torch.autocast with bfloat16
+AMP_MODES = ('off', 'bf16')  # mixed precision: none, or torch.autocast with bfloat16
 
-def autocast(amp: str, # one of AMP_MODES
-             device: str | torch.device): # where the model runs
+
+def autocast(
+    amp: str,  # one of AMP_MODES
+    device: str | torch.device,
+):  # where the model runs
     "The forward pass's precision: `torch.autocast` with bfloat16 for amp='bf16', nothing for 'off'."
     check_choice('amp', amp, AMP_MODES)
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16) if amp == 'bf16' else nullcontext()
 
+
 def _scores(model: nn.Module, x: Tensor, amp: str, device) -> Tensor:
     "The model's class scores for x, the forward pass under `autocast(amp)`; low-precision scores made float32 for the loss."
-    with autocast(amp, device): s = model(x)
+    with autocast(amp, device):
+        s = model(x)
     return s.float() if s.dtype in (torch.bfloat16, torch.float16) else s
 
+
 @torch.no_grad()
-def evaluate(model: nn.Module, x: Tensor, y: Tensor, # images [n, *S, C] and labels [n]
-             batch_size: int = 100, device: str | torch.device = 'cpu',
-             amp: str = 'off') -> tuple[float, float]: # amp: one of AMP_MODES
+def evaluate(
+    model: nn.Module,
+    x: Tensor,
+    y: Tensor,  # images [n, *S, C] and labels [n]
+    batch_size: int = 100,
+    device: str | torch.device = 'cpu',
+    amp: str = 'off',
+) -> tuple[float, float]:  # amp: one of AMP_MODES
     "Mean cross-entropy and accuracy of `model` on (x, y), in evaluation mode."
     model.eval()
-    loss = correct = 0.
+    loss = correct = 0.0
     for xb, yb in zip(x.split(batch_size), y.split(batch_size)):
         xb, yb = xb.to(device), yb.to(device)
         scores = _scores(model, xb, amp, device)
@@ -56,38 +67,50 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, # images [n, *S, C] and lab
 # %% ../../nbs/42_experiment.train.ipynb #fee71711
 def _rng_states(shuffle: torch.Generator) -> dict:
     states = dict(torch=torch.get_rng_state(), shuffle=shuffle.get_state())
-    if torch.cuda.is_available(): states['cuda'] = torch.cuda.get_rng_state_all()
+    if torch.cuda.is_available():
+        states['cuda'] = torch.cuda.get_rng_state_all()
     return states
+
 
 def _set_rng_states(states: dict, shuffle: torch.Generator):
     torch.set_rng_state(states['torch'])
     shuffle.set_state(states['shuffle'])
-    if 'cuda' in states and torch.cuda.is_available(): torch.cuda.set_rng_state_all(states['cuda'])
+    if 'cuda' in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states['cuda'])
 
 # %% ../../nbs/42_experiment.train.ipynb #3d0f1dac
 _CHECKPOINT_KEYS = ('epoch', 'model', 'optimizer', 'rng', 'history', 'config')
 
+
 def read_checkpoint(path: str | Path) -> dict:
     "The checkpoint at `path`, checked to be complete; RunRefused naming the file otherwise."
-    try: ckpt = torch.load(path, map_location='cpu', weights_only=True)
+    try:
+        ckpt = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:
-        raise RunRefused(f"checkpoint {path} cannot be read ({type(e).__name__}: {str(e)[:200]}); "
-                         f"delete it to start this run afresh") from e
+        raise RunRefused(
+            f"checkpoint {path} cannot be read ({type(e).__name__}: {str(e)[:200]}); delete it to start this run afresh"
+        ) from e
     missing = [k for k in _CHECKPOINT_KEYS if not isinstance(ckpt, dict) or k not in ckpt]
-    if missing: raise RunRefused(f"checkpoint {path} lacks {missing}; delete it to start this run afresh")
+    if missing:
+        raise RunRefused(f"checkpoint {path} lacks {missing}; delete it to start this run afresh")
     return ckpt
+
 
 def checkpoint_diff(ckpt: dict, config: dict, epochs: int | None) -> dict[str, tuple]:
     "Why `ckpt` cannot continue the run `config` of `epochs` epochs: setting -> (checkpoint, requested); {} if it can."
     diff = config_diff(record_config(ckpt), config, ignore=('epochs',))
-    if epochs is not None and ckpt['epoch'] > epochs: diff['epochs'] = (ckpt['epoch'], epochs)
+    if epochs is not None and ckpt['epoch'] > epochs:
+        diff['epochs'] = (ckpt['epoch'], epochs)
     return diff
+
 
 def load_checkpoint(path: str | Path, config: dict, epochs: int | None = None) -> dict:
     "The checkpoint at `path`, checked to be complete and able to continue the run `config` of `epochs` epochs."
     ckpt = read_checkpoint(path)
     if diff := checkpoint_diff(ckpt, config, epochs):
-        past = "A checkpoint continues a run of at least as many epochs as it has trained (here: epochs stored = trained)."
+        past = (
+            "A checkpoint continues a run of at least as many epochs as it has trained (here: epochs stored = trained)."
+        )
         raise RunRefused(mismatch_message({str(path): diff}, 'checkpoint', past if 'epochs' in diff else ''))
     return ckpt
 
@@ -95,10 +118,14 @@ def load_checkpoint(path: str | Path, config: dict, epochs: int | None = None) -
 @dataclass
 class RunClock:
     "Wall time of a run over every process that worked on it."
-    started: float # time.time() when this process began working on the run
-    before: float = 0. # wall time of earlier processes, up to their last checkpoint
-    resumed_from: list = field(default_factory=list) # the epoch each later process resumed from
-    def total(self) -> float: return self.before + time.time() - self.started
+
+    started: float  # time.time() when this process began working on the run
+    before: float = 0.0  # wall time of earlier processes, up to their last checkpoint
+    resumed_from: list = field(default_factory=list)  # the epoch each later process resumed from
+
+    def total(self) -> float:
+        return self.before + time.time() - self.started
+
     def resume(self, ckpt: dict):
         "Take over what a checkpoint says about the processes before this one."
         self.before = ckpt.get('wall_time_s', sum(h['seconds'] for h in ckpt['history']))
@@ -107,60 +134,95 @@ class RunClock:
 # %% ../../nbs/42_experiment.train.ipynb #3ad95bc8
 def _duration(seconds: float) -> str:
     "A short human duration: 42 s, 3.5 min, 2.1 h."
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+    return (
+        f"{seconds:.0f} s"
+        if seconds < 90
+        else f"{seconds / 60:.1f} min"
+        if seconds < 5400
+        else f"{seconds / 3600:.1f} h"
+    )
+
 
 class _Progress:
     "Progress lines of one process's share of a run: every `every` seconds within an epoch, and after each epoch."
-    def __init__(self, first: int, last: int, epochs: int, steps: int, on: bool = True, every: float = 60.):
+
+    def __init__(self, first: int, last: int, epochs: int, steps: int, on: bool = True, every: float = 60.0):
         self.first, self.last, self.epochs, self.steps, self.on, self.every = first, last, epochs, steps, on, every
         self.t0 = self.shown = time.time()
+
     def _left(self, epoch: int, batch: int) -> str:
         done = (epoch - self.first) * self.steps + batch  # batches this process has finished
         left = (self.last - epoch) * self.steps + self.steps - batch
         return _duration((time.time() - self.t0) / max(done, 1) * left)
+
     def batch(self, epoch: int, batch: int, loss: float):
         if self.on and time.time() - self.shown >= self.every:
-            say(f"epoch {epoch}/{self.epochs}: batch {batch}/{self.steps}, train loss {loss:.4f}, "
-                f"about {self._left(epoch, batch)} left")
+            say(
+                f"epoch {epoch}/{self.epochs}: batch {batch}/{self.steps}, train loss {loss:.4f}, "
+                f"about {self._left(epoch, batch)} left"
+            )
             self.shown = time.time()
+
     def epoch(self, rec: dict):
-        if not self.on: return
-        say(f"epoch {rec['epoch']}/{self.epochs}: train loss {rec['train_loss']:.4f}, val loss {rec['val_loss']:.4f}, "
-            f"val acc {rec['val_acc']:.4f} ({_duration(rec['seconds'])}; about {self._left(rec['epoch'], self.steps)} left)")
+        if not self.on:
+            return
+        say(
+            f"epoch {rec['epoch']}/{self.epochs}: train loss {rec['train_loss']:.4f}, val loss {rec['val_loss']:.4f}, "
+            f"val acc {rec['val_acc']:.4f} ({_duration(rec['seconds'])}; about {self._left(rec['epoch'], self.steps)} left)"
+        )
         self.shown = time.time()
 
 # %% ../../nbs/42_experiment.train.ipynb #2b658f23
-def check_span_cost(span_cost: float, # the weight of the span's measure in the loss
-                    model: nn.Module | None = None): # when given: a positive cost needs its spans to have a threshold
+def check_span_cost(
+    span_cost: float,  # the weight of the span's measure in the loss
+    model: nn.Module | None = None,
+):  # when given: a positive cost needs its spans to have a threshold
     "Refuse a span cost that is not a finite number >= 0, or a positive one for a model with no span to measure."
     if isinstance(span_cost, bool) or not isinstance(span_cost, (int, float)) or not 0 <= span_cost < math.inf:
-        raise ValueError(f"span_cost={span_cost!r} must be a finite number >= 0: the weight of the share of pairs the "
-                         "span's windows keep in the loss (0: no cost, e.g. 0.01)")
+        raise ValueError(
+            f"span_cost={span_cost!r} must be a finite number >= 0: the weight of the share of pairs the "
+            "span's windows keep in the loss (0: no cost, e.g. 0.01)"
+        )
     if span_cost and model is not None:
-        try: mean_window_fraction(model, model.structure_size)
-        except ValueError as e: raise ValueError(f"span_cost={span_cost!r} cannot be applied: {e}") from None
+        try:
+            mean_window_fraction(model, model.structure_size)
+        except ValueError as e:
+            raise ValueError(f"span_cost={span_cost!r} cannot be applied: {e}") from None
+
 
 def _windows(model: nn.Module) -> dict:
     "Each layer's window (SpanSize) and the share of pairs it keeps, for a model with a span; {} otherwise."
     S = getattr(model, 'structure_size', None)  # read from the span modules alone: `spans()` also reads learned w0
     spans = [m for m in model.modules() if isinstance(m, SPAN_CLASSES)]
-    if not spans or S is None: return {}
+    if not spans or S is None:
+        return {}
     sizes = [list(span.span_size(S)) for span in spans]  # the layers' order
     return dict(span_size=sizes, pairs_kept=[pairs_kept(z, S) for z in sizes])
 
 # %% ../../nbs/42_experiment.train.ipynb #c1f1ed5c
-def _epoch(model, opt, x, y, order, batch_size, accumulate, device, amp: str = 'off', # amp: one of AMP_MODES
-           report: Callable[[int, float], None] = lambda batch, loss: None, # told each batch and the mean loss so far
-           span_cost: float = 0.) -> float: # weight of the span's measure in each batch's loss
+def _epoch(
+    model,
+    opt,
+    x,
+    y,
+    order,
+    batch_size,
+    accumulate,
+    device,
+    amp: str = 'off',  # amp: one of AMP_MODES
+    report: Callable[[int, float], None] = lambda batch, loss: None,  # told each batch and the mean loss so far
+    span_cost: float = 0.0,
+) -> float:  # weight of the span's measure in each batch's loss
     "One pass over the training images in `order`; the mean training loss (cross-entropy, the span's cost left out)."
     model.train()
-    batches, total = order.split(batch_size), 0.
+    batches, total = order.split(batch_size), 0.0
     opt.zero_grad()
     for i, idx in enumerate(batches):
         xb, yb = x[idx].to(device), y[idx].to(device)
         loss = F.cross_entropy(_scores(model, xb, amp, device), yb)
         total += loss.item() * len(idx)
-        if span_cost: loss = loss + span_cost * mean_window_fraction(model, model.structure_size)
+        if span_cost:
+            loss = loss + span_cost * mean_window_fraction(model, model.structure_size)
         loss.backward()  # gradients of consecutive batches add up until the step
         if (i + 1) % accumulate == 0 or i == len(batches) - 1:
             opt.step()
@@ -168,9 +230,11 @@ def _epoch(model, opt, x, y, order, batch_size, accumulate, device, amp: str = '
         report(i + 1, total / (i * batch_size + len(idx)))
     return total / len(order)
 
+
 def best(history: list[dict]) -> tuple[float, int]:
     "The run's figure: the maximum validation accuracy over epochs, and the (first) epoch that reached it."
-    if not history: raise ValueError("history is empty: no epoch has finished")
+    if not history:
+        raise ValueError("history is empty: no epoch has finished")
     top = max(h['val_acc'] for h in history)
     return top, next(h['epoch'] for h in history if h['val_acc'] == top)
 
@@ -178,8 +242,10 @@ def best(history: list[dict]) -> tuple[float, int]:
 def _seeded(seed: int, device) -> torch.Generator:
     "Seed torch (dropout, and CUDA's generator on a GPU) with the RandomState; the generator of the training order."
     torch.manual_seed(seed)
-    if torch.device(device).type == 'cuda': torch.cuda.manual_seed_all(seed)
+    if torch.device(device).type == 'cuda':
+        torch.cuda.manual_seed_all(seed)
     return torch.Generator().manual_seed(seed)
+
 
 def _resume(path, ckpt: dict, model, opt, shuffle, clock: RunClock, epochs: int) -> list[dict]:
     "Put the model, optimizer and random states back where `ckpt` left them, and say so; the history so far."
@@ -187,114 +253,180 @@ def _resume(path, ckpt: dict, model, opt, shuffle, clock: RunClock, epochs: int)
     opt.load_state_dict(ckpt['optimizer'])
     _set_rng_states(ckpt['rng'], shuffle)
     clock.resume(ckpt)
-    say(f"resumed from epoch {ckpt['epoch']} of {epochs} (checkpoint {path}; {_duration(clock.before)} of work "
-        f"by {len(clock.resumed_from)} earlier process(es))")
+    say(
+        f"resumed from epoch {ckpt['epoch']} of {epochs} (checkpoint {path}; {_duration(clock.before)} of work "
+        f"by {len(clock.resumed_from)} earlier process(es))"
+    )
     return list(ckpt['history'])
 
+
 def _save_checkpoint(path, model, opt, shuffle, history: list[dict], config: dict, clock: RunClock):
-    atomic_save(dict(epoch=history[-1]['epoch'], model=model.state_dict(), optimizer=opt.state_dict(),
-                     rng=_rng_states(shuffle), history=history, config=config, wall_time_s=clock.total(),
-                     resumed_from=clock.resumed_from), path)
+    atomic_save(
+        dict(
+            epoch=history[-1]['epoch'],
+            model=model.state_dict(),
+            optimizer=opt.state_dict(),
+            rng=_rng_states(shuffle),
+            history=history,
+            config=config,
+            wall_time_s=clock.total(),
+            resumed_from=clock.resumed_from,
+        ),
+        path,
+    )
 
 # %% ../../nbs/42_experiment.train.ipynb #03f03721
-def train(model: nn.Module, data: Splits,
-          epochs: int, # total number of epochs of the run
-          seed: int, # the RandomState: shuffling and dropout
-          batch_size: int = 20,
-          accumulate: int = 2, # batches whose gradients are summed before each optimizer step
-          lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), # Adam
-          eval_batch_size: int = 100, # batch size of validation (no effect on results)
-          checkpoint: str | Path | None = None, # file to resume from and write after every epoch
-          config: dict | None = None, # what the run is; a checkpoint that cannot continue it is refused
-          device: str | torch.device = 'cpu',
-          log: Callable[[dict, nn.Module], None] | None = None, # called after each epoch with its record
-          stop_after: int | None = None, # stop after this epoch, as an interruption would
-          progress: bool = True, # progress lines (see _Progress)
-          clock: RunClock | None = None, # the run's clock (default: started now); filled in from the checkpoint
-          amp: str = 'off', # mixed precision of the forward pass, one of AMP_MODES
-          span_cost: float = 0. # weight of the span's measure (the share of pairs its windows keep) in the loss
-         ) -> list[dict]: # per-epoch records
+def train(
+    model: nn.Module,
+    data: Splits,
+    epochs: int,  # total number of epochs of the run
+    seed: int,  # the RandomState: shuffling and dropout
+    batch_size: int = 20,
+    accumulate: int = 2,  # batches whose gradients are summed before each optimizer step
+    lr: float = 1e-3,
+    betas: tuple[float, float] = (0.9, 0.999),  # Adam
+    eval_batch_size: int = 100,  # batch size of validation (no effect on results)
+    checkpoint: str | Path | None = None,  # file to resume from and write after every epoch
+    config: dict | None = None,  # what the run is; a checkpoint that cannot continue it is refused
+    device: str | torch.device = 'cpu',
+    log: Callable[[dict, nn.Module], None] | None = None,  # called after each epoch with its record
+    stop_after: int | None = None,  # stop after this epoch, as an interruption would
+    progress: bool = True,  # progress lines (see _Progress)
+    clock: RunClock | None = None,  # the run's clock (default: started now); filled in from the checkpoint
+    amp: str = 'off',  # mixed precision of the forward pass, one of AMP_MODES
+    span_cost: float = 0.0,  # weight of the span's measure (the share of pairs its windows keep) in the loss
+) -> list[dict]:  # per-epoch records
     "Train `model` on `data` (the loop of DECISIONS.md#training), resuming from `checkpoint` if it exists; the history."
     counts = dict(epochs=epochs, batch_size=batch_size, accumulate=accumulate)
     epochs, batch_size, accumulate = (check_int(name, val) for name, val in counts.items())
     check_choice('amp', amp, AMP_MODES)
     check_span_cost(span_cost, model)
     config, clock = dict(config or {}), clock or RunClock(time.time())
-    if checkpoint: check_outputs([checkpoint])
+    if checkpoint:
+        check_outputs([checkpoint])
     ckpt = load_checkpoint(checkpoint, config, epochs) if checkpoint and Path(checkpoint).exists() else None
     model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=tuple(betas))
     shuffle = _seeded(seed, device)
-    history = [] if ckpt is None else _resume(checkpoint, ckpt, model, opt=opt, shuffle=shuffle, clock=clock,
-                                              epochs=epochs)
+    history = (
+        [] if ckpt is None else _resume(checkpoint, ckpt, model, opt=opt, shuffle=shuffle, clock=clock, epochs=epochs)
+    )
     steps, last = math.ceil(len(data.train_y) / batch_size), min(epochs, stop_after or epochs)
     report = _Progress(len(history) + 1, last, epochs, steps, on=progress)
     for epoch in range(len(history) + 1, last + 1):
         t0 = time.time()
         order = torch.randperm(len(data.train_y), generator=shuffle)
-        train_loss = _epoch(model, opt, data.train_x, y=data.train_y, order=order, batch_size=batch_size,
-                            accumulate=accumulate, device=device, amp=amp,
-                            report=lambda b, l: report.batch(epoch, b, l), span_cost=span_cost)
+        train_loss = _epoch(
+            model,
+            opt,
+            data.train_x,
+            y=data.train_y,
+            order=order,
+            batch_size=batch_size,
+            accumulate=accumulate,
+            device=device,
+            amp=amp,
+            report=lambda b, l: report.batch(epoch, b, l),
+            span_cost=span_cost,
+        )
         val_loss, val_acc = evaluate(model, data.val_x, data.val_y, eval_batch_size, device, amp)
-        history.append(dict(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_acc=val_acc,
-                            seconds=time.time() - t0, **_windows(model)))
-        if checkpoint: _save_checkpoint(checkpoint, model, opt, shuffle=shuffle, history=history, config=config,
-                                        clock=clock)
+        history.append(
+            dict(
+                epoch=epoch,
+                train_loss=train_loss,
+                val_loss=val_loss,
+                val_acc=val_acc,
+                seconds=time.time() - t0,
+                **_windows(model),
+            )
+        )
+        if checkpoint:
+            _save_checkpoint(checkpoint, model, opt, shuffle=shuffle, history=history, config=config, clock=clock)
         report.epoch(history[-1])
-        if log is not None: log(history[-1], model)
+        if log is not None:
+            log(history[-1], model)
     return history
 
 # %% ../../nbs/42_experiment.train.ipynb #44085140
 WANDB_MODES = ('disabled', 'offline', 'online')
 
+
 def _has_wandb_credentials(netrc_path: str | Path | None = None) -> bool:
-    if os.environ.get('WANDB_API_KEY'): return True
+    if os.environ.get('WANDB_API_KEY'):
+        return True
     host = os.environ.get('WANDB_BASE_URL', 'https://api.wandb.ai').split('://')[-1].split('/')[0]
     path = Path(netrc_path or os.environ.get('NETRC') or Path.home() / '.netrc')
-    try: return path.exists() and netrc.netrc(path).authenticators(host) is not None
-    except (netrc.NetrcParseError, OSError): return False
+    try:
+        return path.exists() and netrc.netrc(path).authenticators(host) is not None
+    except (netrc.NetrcParseError, OSError):
+        return False
 
-def wandb_unreachable(timeout: float = 5.) -> str | None:
+
+def wandb_unreachable(timeout: float = 5.0) -> str | None:
     "Why W&B's server ($WANDB_BASE_URL, else api.wandb.ai) cannot be reached from here in `timeout` s; None if it can."
     url = os.environ.get('WANDB_BASE_URL', 'https://api.wandb.ai')
     scheme, _, rest = url.partition('://')
     host, _, port = rest.split('/')[0].partition(':')
-    try: socket.create_connection((host, int(port or (80 if scheme == 'http' else 443))), timeout=timeout).close()
-    except OSError as e: return f"{url} is unreachable from here ({type(e).__name__}: {e})"
+    try:
+        socket.create_connection((host, int(port or (80 if scheme == 'http' else 443))), timeout=timeout).close()
+    except OSError as e:
+        return f"{url} is unreachable from here ({type(e).__name__}: {e})"
     return None
 
-def check_wandb(mode: str, # one of WANDB_MODES
-                netrc_path: str | Path | None = None, # default: $NETRC or ~/.netrc
-                unreachable: Callable[[], str | None] = wandb_unreachable): # why the server cannot be reached, or None
+
+def check_wandb(
+    mode: str,  # one of WANDB_MODES
+    netrc_path: str | Path | None = None,  # default: $NETRC or ~/.netrc
+    unreachable: Callable[[], str | None] = wandb_unreachable,
+):  # why the server cannot be reached, or None
     "Refuse an unknown `mode`, or 'online' without credentials or without a reachable server, before any work."
     check_choice('wandb_mode', mode, WANDB_MODES)
-    if mode != 'online': return
+    if mode != 'online':
+        return
     if not _has_wandb_credentials(netrc_path):
-        raise ValueError("wandb_mode='online' needs credentials: set WANDB_API_KEY or run `wandb login` "
-                         "(which writes ~/.netrc); or use wandb_mode='offline' and `wandb sync` later")
-    if (why := unreachable()):
-        raise ValueError(f"wandb_mode='online', but W&B at {why}: use wandb_mode='offline' (then `wandb sync` "
-                         f"where the internet is) or wandb_mode='disabled'")
+        raise ValueError(
+            "wandb_mode='online' needs credentials: set WANDB_API_KEY or run `wandb login` "
+            "(which writes ~/.netrc); or use wandb_mode='offline' and `wandb sync` later"
+        )
+    if why := unreachable():
+        raise ValueError(
+            f"wandb_mode='online', but W&B at {why}: use wandb_mode='offline' (then `wandb sync` "
+            f"where the internet is) or wandb_mode='disabled'"
+        )
 
 # %% ../../nbs/42_experiment.train.ipynb #dca534ee
 def span_metrics(model: nn.Module) -> dict:
     "Each layer's sigma (per dimension) and SpanSize as flat metric names, for a logger."
-    return {f"span/layer{s['layer']}/{kind}_{k}": v for s in model.spans()
-            for kind in ('span_size', 'sigma') for k, v in enumerate(s[kind] or [])}
+    return {
+        f"span/layer{s['layer']}/{kind}_{k}": v
+        for s in model.spans()
+        for kind in ('span_size', 'sigma')
+        for k, v in enumerate(s[kind] or [])
+    }
 
-def wandb_logger(mode: str, config: dict, name: str, directory: str | Path,
-                 project: str = 'posattn',
-                 group: str | None = None # the W&B group, e.g. the sweep's name: the dashboard shows its runs as one experiment
-                ) -> Callable[[dict, nn.Module], None] | None:
+
+def wandb_logger(
+    mode: str,
+    config: dict,
+    name: str,
+    directory: str | Path,
+    project: str = 'posattn',
+    group: str | None = None,  # the W&B group, e.g. the sweep's name: the dashboard shows its runs as one experiment
+) -> Callable[[dict, nn.Module], None] | None:
     "A `log` callback for `train` that sends metrics and spans to wandb; None when disabled."
     check_wandb(mode)
-    if mode == 'disabled': return None
+    if mode == 'disabled':
+        return None
     import wandb
+
     Path(directory).mkdir(parents=True, exist_ok=True)
-    run = wandb.init(project=project, name=name, group=group, config=config, mode=mode, dir=str(directory),
-                     reinit='finish_previous')
+    run = wandb.init(
+        project=project, name=name, group=group, config=config, mode=mode, dir=str(directory), reinit='finish_previous'
+    )
+
     def log(record: dict, model: nn.Module):
         numbers = {k: v for k, v in record.items() if k != 'epoch' and isinstance(v, (int, float))}  # windows: below
         run.log({**numbers, **span_metrics(model)}, step=record['epoch'])
+
     log.finish, log.run = run.finish, run
     return log

@@ -20,26 +20,34 @@ from ..layers.block import PositionalSelfAttention, fixed_on, span_report
 # %% ../../nbs/31_integrations.timm.ipynb #46ca5e52
 class TimmWeights(NamedTuple):
     "One timm attention's maps in the block's layout: queries, keys, values stacked, each head after head."
-    qkv: Tensor # [3 d, d]
-    qkv_bias: Tensor | None # [3 d]; None: no bias
-    out: Tensor # [d, d], timm's proj
-    out_bias: Tensor | None # [d]
+
+    qkv: Tensor  # [3 d, d]
+    qkv_bias: Tensor | None  # [3 d]; None: no bias
+    out: Tensor  # [d, d], timm's proj
+    out_bias: Tensor | None  # [d]
+
 
 @dataclass(frozen=True)
 class TimmRotation:
     "timm's rotation of one block's queries and keys, as a posattn encoding takes it."
-    source: str # the timm module that makes it, e.g. 'RotaryEmbeddingCat'
-    pe: str | None # the posattn encoding that computes the same rotation; None: none does
-    order: Tensor | None = None # long [d_H]: the block's feature j of a head is timm's feature order[j]; None: the same
-    options: dict = field(default_factory=dict) # pe_options that carry timm's frequencies (RotaryEncoding's)
-    state: dict = field(default_factory=dict) # the encoding's tensors, copied once it is built (RoPE-Mixed's freqs)
+
+    source: str  # the timm module that makes it, e.g. 'RotaryEmbeddingCat'
+    pe: str | None  # the posattn encoding that computes the same rotation; None: none does
+    order: Tensor | None = (
+        None  # long [d_H]: the block's feature j of a head is timm's feature order[j]; None: the same
+    )
+    options: dict = field(default_factory=dict)  # pe_options that carry timm's frequencies (RotaryEncoding's)
+    state: dict = field(default_factory=dict)  # the encoding's tensors, copied once it is built (RoPE-Mixed's freqs)
+
 
 @dataclass(frozen=True)
 class TimmAttention:
     "How convert_vit takes one timm attention class: what it refuses, where its weights and its positions are."
-    unusual: Callable[[nn.Module], list[str]] # what makes one other than plain attention; empty: it converts
+
+    unusual: Callable[[nn.Module], list[str]]  # what makes one other than plain attention; empty: it converts
     weights: Callable[[nn.Module], TimmWeights]
-    rotation: Callable[[nn.Module, int], TimmRotation | None] = lambda model, i: None # block i's positions; None: none
+    rotation: Callable[[nn.Module, int], TimmRotation | None] = lambda model, i: None  # block i's positions; None: none
+
 
 ATTENTIONS: dict[type, TimmAttention] = {}  # timm's attention class -> its entry; timm's own are added on first use
 
@@ -49,22 +57,27 @@ def _unusual(attn: nn.Module) -> list[str]:
     width = attn.num_heads * attn.head_dim
     d = attn.qkv.in_features if getattr(attn, 'qkv', None) is not None else attn.q_proj.in_features
     kv = getattr(attn, 'num_kv_heads', attn.num_heads)
-    checks = {'qk_norm=True': isinstance(attn.q_norm, nn.Identity) and isinstance(attn.k_norm, nn.Identity),
-              'scale_norm=True': isinstance(getattr(attn, 'norm', nn.Identity()), nn.Identity),
-              'gated=True': getattr(attn, 'gate', None) is None,
-              f'attn_head_dim (attention width {width} != {d})': width == d,
-              f'attn_drop={attn.attn_drop.p}': attn.attn_drop.p == 0,
-              f'a projection to {attn.proj.out_features} features': attn.proj.out_features == d,
-              f'num_kv_heads={kv} (grouped keys and values)': kv == attn.num_heads}
+    checks = {
+        'qk_norm=True': isinstance(attn.q_norm, nn.Identity) and isinstance(attn.k_norm, nn.Identity),
+        'scale_norm=True': isinstance(getattr(attn, 'norm', nn.Identity()), nn.Identity),
+        'gated=True': getattr(attn, 'gate', None) is None,
+        f'attn_head_dim (attention width {width} != {d})': width == d,
+        f'attn_drop={attn.attn_drop.p}': attn.attn_drop.p == 0,
+        f'a projection to {attn.proj.out_features} features': attn.proj.out_features == d,
+        f'num_kv_heads={kv} (grouped keys and values)': kv == attn.num_heads,
+    }
     return [name for name, plain in checks.items() if not plain]
+
 
 def _fused_weights(attn: nn.Module) -> TimmWeights:
     "The maps of an attention with one `qkv` map (timm's Attention, a fused AttentionRope)."
     return TimmWeights(attn.qkv.weight, attn.qkv.bias, attn.proj.weight, attn.proj.bias)
 
+
 def _rope_weights(attn: nn.Module) -> TimmWeights:
     "The maps of an AttentionRope: its fused `qkv`, or its q, k and v projections stacked."
-    if attn.qkv is not None: return _fused_weights(attn)
+    if attn.qkv is not None:
+        return _fused_weights(attn)
     maps = (attn.q_proj, attn.k_proj, attn.v_proj)
     bias = [m.bias if m.bias is not None else m.weight.new_zeros(m.out_features) for m in maps]
     bias = None if all(m.bias is None for m in maps) else torch.cat(bias)
@@ -82,29 +95,39 @@ def _axial(rope: nn.Module, d_head: int) -> TimmRotation:
     options = dict(frequencies=table, start=rope.grid_offset, rescale_to=ref)
     return TimmRotation('RotaryEmbeddingCat', 'rope', order, options)
 
+
 def _mixed(rope: nn.Module, i: int) -> TimmRotation:
     "Layer i's frequency vectors of timm's RotaryEmbeddingMixed as MixedRotaryEncoding's freqs [H, d_H / 2, 2]."
     f = rope.freqs[:, i]  # [2, H, d_H / 2]: channel 0 reads timm's first grid coordinate, the column under 'xy'
     f = f if rope.grid_indexing == 'ij' else f.flip(0)
     return TimmRotation('RotaryEmbeddingMixed', 'rope_mixed', state=dict(freqs=f.detach().permute(1, 2, 0)))
 
+
 def _eva_rotation(model: nn.Module, i: int) -> TimmRotation | None:
     "Block i's rotation in an Eva model: its `rope` module, carried where a posattn encoding computes it."
     from timm.layers.pos_embed_sincos import RotaryEmbeddingCat, RotaryEmbeddingMixed
+
     rope, d_head = getattr(model, 'rope', None), model.blocks[i].attn.head_dim
-    if rope is None: return None
+    if rope is None:
+        return None
     name = type(rope).__name__
-    if getattr(rope, 'aug_active', False): return TimmRotation(f'{name} with coordinate augmentation', None)
-    if isinstance(rope, RotaryEmbeddingMixed): return _mixed(rope, i)
+    if getattr(rope, 'aug_active', False):
+        return TimmRotation(f'{name} with coordinate augmentation', None)
+    if isinstance(rope, RotaryEmbeddingMixed):
+        return _mixed(rope, i)
     if isinstance(rope, RotaryEmbeddingCat) and rope.grid_type == 'index' and 4 * rope.bands.numel() == d_head:
         return _axial(rope, d_head)
     return TimmRotation(name, None)
 
+
 def _vit_parts() -> dict[type, TimmAttention]:
     "ATTENTIONS, with timm's own entries in it; an ImportError naming the extra that installs timm."
-    try: from timm.layers import Attention, AttentionRope
+    try:
+        from timm.layers import Attention, AttentionRope
     except ImportError as e:
-        raise ImportError(f"posattn.integrations.timm needs timm ({e}): pip install '.[timm]' in a posattn checkout") from None
+        raise ImportError(
+            f"posattn.integrations.timm needs timm ({e}): pip install '.[timm]' in a posattn checkout"
+        ) from None
     ATTENTIONS.setdefault(Attention, TimmAttention(_unusual, _fused_weights))
     ATTENTIONS.setdefault(AttentionRope, TimmAttention(_unusual, _rope_weights, _eva_rotation))
     return ATTENTIONS
@@ -112,14 +135,23 @@ def _vit_parts() -> dict[type, TimmAttention]:
 # %% ../../nbs/31_integrations.timm.ipynb #bbfeb157
 class _PatchGrid:
     "The patch grid of the batch in flight: a hook on the patch embedding reads it from its output [B, rows, columns, d]."
-    def __init__(self, grid: Sequence[int]): self.size = tuple(grid)
-    def __call__(self, module, inputs, output: Tensor): self.size = tuple(output.shape[1:3])
+
+    def __init__(self, grid: Sequence[int]):
+        self.size = tuple(grid)
+
+    def __call__(self, module, inputs, output: Tensor):
+        self.size = tuple(output.shape[1:3])
+
 
 class TimmPositionalAttention(nn.Module):
     "Where a timm attention was: a PositionalSelfAttention over the patch grid, the `prefix` tokens off the grid."
-    def __init__(self, block: PositionalSelfAttention, # the attention, its weights carried over
-                 grid: Sequence[int] | _PatchGrid, # the patch grid, (rows, columns); or read per batch (dynamic_img_size)
-                 prefix: int): # class and register tokens before the grid
+
+    def __init__(
+        self,
+        block: PositionalSelfAttention,  # the attention, its weights carried over
+        grid: Sequence[int] | _PatchGrid,  # the patch grid, (rows, columns); or read per batch (dynamic_img_size)
+        prefix: int,
+    ):  # class and register tokens before the grid
         super().__init__()
         self.block, self.prefix = block, int(prefix)
         self._grid = grid if isinstance(grid, _PatchGrid) else tuple(grid)
@@ -129,9 +161,13 @@ class TimmPositionalAttention(nn.Module):
         "The patch grid of the batch in flight: the model's own, or the last one its patch embedding made."
         return self._grid.size if isinstance(self._grid, _PatchGrid) else self._grid
 
-    def forward(self, x: Tensor, # [B, prefix + rows * columns, d], as timm's blocks hand it over
-                attn_mask: Tensor | None = None, is_causal: bool = False,
-                rope: Tensor | None = None) -> Tensor: # Eva's blocks pass the model's rope: None once converted
+    def forward(
+        self,
+        x: Tensor,  # [B, prefix + rows * columns, d], as timm's blocks hand it over
+        attn_mask: Tensor | None = None,
+        is_causal: bool = False,
+        rope: Tensor | None = None,
+    ) -> Tensor:  # Eva's blocks pass the model's rope: None once converted
         "The block's attention of `x` (timm's mask arguments must be unset: the span is the mask; its rope too)."
         if attn_mask is not None or is_causal:
             raise ValueError("a converted attention takes no attn_mask and is_causal=False: its window is the span's")
@@ -140,10 +176,11 @@ class TimmPositionalAttention(nn.Module):
         return self.block(x, self.grid, prefix=self.prefix)
 
 # %% ../../nbs/31_integrations.timm.ipynb #8eb445f3
-def _qk_rows(order: Tensor, heads: int, d: int) -> Tensor: # long [3 d]
+def _qk_rows(order: Tensor, heads: int, d: int) -> Tensor:  # long [3 d]
     "The rows of a [3 d, d] qkv map with each head's query and key features in `order`, the values as they are."
     qk = (torch.arange(heads)[:, None] * (d // heads) + order).flatten()
     return torch.cat([qk, d + qk, torch.arange(2 * d, 3 * d)])
+
 
 def _carried_over(w: TimmWeights, block: PositionalSelfAttention, order: Tensor | None = None) -> nn.Module:
     "`block` with timm's maps `w`, on their device and dtype, u at 0; each head's q and k features in `order`."
@@ -157,28 +194,38 @@ def _carried_over(w: TimmWeights, block: PositionalSelfAttention, order: Tensor 
         block.u.zero_()  # timm's attention has no content bias: at 0 the block starts from the model's function
     return block
 
-def _converted(attn: nn.Module, entry: TimmAttention, rotation: TimmRotation | None, pe: str, dims: int,
-               **options) -> PositionalSelfAttention:
+
+def _converted(
+    attn: nn.Module, entry: TimmAttention, rotation: TimmRotation | None, pe: str, dims: int, **options
+) -> PositionalSelfAttention:
     "The block that takes timm attention `attn`'s place: its weights, and its rotation where `pe` computes it."
     carried = rotation is not None and rotation.pe == pe
-    if carried: options['pe_options'] = {**rotation.options, **(options.get('pe_options') or {})}
+    if carried:
+        options['pe_options'] = {**rotation.options, **(options.get('pe_options') or {})}
     w = entry.weights(attn)
-    block = _carried_over(w, PositionalSelfAttention(w.out.shape[0], attn.num_heads, pe=pe, dims=dims, **options),
-                          rotation.order if carried else None)
+    block = _carried_over(
+        w,
+        PositionalSelfAttention(w.out.shape[0], attn.num_heads, pe=pe, dims=dims, **options),
+        rotation.order if carried else None,
+    )
     if carried:
         with torch.no_grad():
-            for name, value in rotation.state.items(): getattr(block.encoding, name).copy_(value)
+            for name, value in rotation.state.items():
+                getattr(block.encoding, name).copy_(value)
     return block
 
 # %% ../../nbs/31_integrations.timm.ipynb #tm7a1b2c
 def _fresh(name: str, rotation: TimmRotation | None, pe: str, span: str) -> str | None:
     "One line: what of a timm model's positions is dropped and what starts fresh (None: its rotation carried, no span)."
-    if rotation is None: return None
+    if rotation is None:
+        return None
     new = ([f'pe={pe!r}'] if rotation.pe != pe and pe != 'none' else []) + ([f'span={span!r}'] if span != 'off' else [])
-    if rotation.pe == pe and not new: return None
+    if rotation.pe == pe and not new:
+        return None
     kept = f"carried into pe={pe!r}" if rotation.pe == pe else "dropped"
     fresh = f"{' and '.join(new)} start{'s' * (len(new) == 1)} fresh"
-    if not new: fresh = "no positions in the blocks (pe='none')"
+    if not new:
+        fresh = "no positions in the blocks (pe='none')"
     return f"{name}: timm's {rotation.source} frequencies {kept}; {fresh}"
 
 # %% ../../nbs/31_integrations.timm.ipynb #d8060da7
@@ -187,48 +234,65 @@ def _entry(table: dict[type, TimmAttention], block: nn.Module, i: int) -> TimmAt
     attn = getattr(block, 'attn', None)
     if (entry := table.get(type(attn))) is None:
         names = ', '.join(c.__name__ for c in table)
-        raise ValueError(f"blocks[{i}].attn is {type(attn).__name__}: convert_vit takes the attention classes of its "
-                         f"table ATTENTIONS ({names}); adding a class is one entry there")
+        raise ValueError(
+            f"blocks[{i}].attn is {type(attn).__name__}: convert_vit takes the attention classes of its "
+            f"table ATTENTIONS ({names}); adding a class is one entry there"
+        )
     if odd := entry.unusual(attn):
         raise ValueError(f"blocks[{i}].attn has {', '.join(odd)}: the block computes plain attention, without these")
     return entry
 
 # %% ../../nbs/31_integrations.timm.ipynb #tm7a1b2d
-def convert_vit(model: nn.Module, # a timm VisionTransformer, Eva, or a model built on them (DeiT, RoPE-ViT, ...)
-                pe: str = 'siren', # the blocks' relative encoding (RELATIVE_ENCODINGS), 'none' for timm's attention
-                span: str = 'off', # 'off', 'gaussian' or 'covariance'
-                threshold: float = 0., # the span's window threshold
-                version: str = 'auto', # the blocks' version (VERSION_CHOICES)
-                pos_embed: str = 'keep', # the absolute position embedding: 'keep' or 'drop'
-                grid: Sequence[int] | None = None, # the patch grid, checked against the patch embedding's when given
-                **options) -> nn.Module: # other arguments of PositionalSelfAttention (init_sigma, w0, ...)
+def convert_vit(
+    model: nn.Module,  # a timm VisionTransformer, Eva, or a model built on them (DeiT, RoPE-ViT, ...)
+    pe: str = 'siren',  # the blocks' relative encoding (RELATIVE_ENCODINGS), 'none' for timm's attention
+    span: str = 'off',  # 'off', 'gaussian' or 'covariance'
+    threshold: float = 0.0,  # the span's window threshold
+    version: str = 'auto',  # the blocks' version (VERSION_CHOICES)
+    pos_embed: str = 'keep',  # the absolute position embedding: 'keep' or 'drop'
+    grid: Sequence[int] | None = None,  # the patch grid, checked against the patch embedding's when given
+    **options,
+) -> nn.Module:  # other arguments of PositionalSelfAttention (init_sigma, w0, ...)
     "Every attention of `model`, in place, a PositionalSelfAttention over its patch grid; the class and register tokens off the grid."
     check_choice('pos_embed', pos_embed, ('keep', 'drop'))
     table, name = _vit_parts(), type(model).__name__
     size = getattr(getattr(model, 'patch_embed', None), 'grid_size', None)
     if size is None or not hasattr(model, 'blocks') or not hasattr(model, 'num_prefix_tokens'):
-        raise ValueError(f"{name} has no patch grid (patch_embed.grid_size, blocks, num_prefix_tokens): convert_vit takes "
-                         "timm's VisionTransformer, Eva and the models built on them")
+        raise ValueError(
+            f"{name} has no patch grid (patch_embed.grid_size, blocks, num_prefix_tokens): convert_vit takes "
+            "timm's VisionTransformer, Eva and the models built on them"
+        )
     if grid is not None and tuple(grid) != tuple(size):
         raise ValueError(f"grid={list(grid)} does not match the patch embedding's grid {list(size)}")
     entries = [_entry(table, b, i) for i, b in enumerate(model.blocks)]  # every refusal before any work
     rotations = [e.rotation(model, i) for i, e in enumerate(entries)]
     grid = _PatchGrid(size) if getattr(model, 'dynamic_img_size', False) else size  # a grid per batch, or the model's
     fixed_on(options, size)  # a patch as on the built grid
-    new = [TimmPositionalAttention(_converted(b.attn, e, r, pe, len(size), span=span, threshold=threshold,
-                                              version=version, **options), grid, model.num_prefix_tokens)
-           for b, e, r in zip(model.blocks, entries, rotations)]  # all built, then swapped
-    if line := _fresh(name, rotations[0], pe, span): warnings.warn(line, stacklevel=2)
-    for b, attention in zip(model.blocks, new): b.attn = attention
-    if isinstance(grid, _PatchGrid): model.patch_embed.register_forward_hook(grid)
-    if getattr(model, 'rope', None) is not None: model.rope = None  # the blocks turn queries and keys themselves
-    if pos_embed == 'drop': model.pos_embed = None  # timm adds no embedding then
+    new = [
+        TimmPositionalAttention(
+            _converted(b.attn, e, r, pe, len(size), span=span, threshold=threshold, version=version, **options),
+            grid,
+            model.num_prefix_tokens,
+        )
+        for b, e, r in zip(model.blocks, entries, rotations)
+    ]  # all built, then swapped
+    if line := _fresh(name, rotations[0], pe, span):
+        warnings.warn(line, stacklevel=2)
+    for b, attention in zip(model.blocks, new):
+        b.attn = attention
+    if isinstance(grid, _PatchGrid):
+        model.patch_embed.register_forward_hook(grid)
+    if getattr(model, 'rope', None) is not None:
+        model.rope = None  # the blocks turn queries and keys themselves
+    if pos_embed == 'drop':
+        model.pos_embed = None  # timm adds no embedding then
     return model
 
 # %% ../../nbs/31_integrations.timm.ipynb #d54c3552
 class TimmClassifier(nn.Module):
     "A timm Vision Transformer that reads channels-last images [B, H, W, C] and reports each block's span."
-    def __init__(self, vit: nn.Module): # a timm VisionTransformer, converted or not
+
+    def __init__(self, vit: nn.Module):  # a timm VisionTransformer, converted or not
         super().__init__()
         self.vit, self.grid = vit, tuple(vit.patch_embed.grid_size)
 
@@ -237,31 +301,57 @@ class TimmClassifier(nn.Module):
         "StructureSize of its attention: the patch grid (a Classifier's is its image grid)."
         return self.grid
 
-    def forward(self, x: Tensor) -> Tensor: # [B, H, W, C] -> logits [B, classes]
+    def forward(self, x: Tensor) -> Tensor:  # [B, H, W, C] -> logits [B, classes]
         return self.vit(x.permute(0, 3, 1, 2))
 
     def spans(self) -> list[dict]:
         "Each block's span on the patch grid, as a Classifier's (`span_report`): timm's own attention has none."
-        return [dict(layer=i, **span_report(getattr(b.attn, 'block', None), self.grid))  # None: timm's own attention
-                for i, b in enumerate(self.vit.blocks)]
+        return [
+            dict(layer=i, **span_report(getattr(b.attn, 'block', None), self.grid))  # None: timm's own attention
+            for i, b in enumerate(self.vit.blocks)
+        ]
 
-def vit_classifier(channels: int, classes: int,
-                   structure_size: Sequence[int], # the images' (H, W), each a multiple of `patch`
-                   patch: int = 4, # the side of a square patch, in pixels
-                   pe: str = 'none', # 'none': timm's attention; otherwise the converted blocks' encoding
-                   span: str = 'off', threshold: float = 0., # the converted blocks' span
-                   pos_embed: str = 'keep', # timm's absolute position embedding: 'keep' or 'drop'
-                   dynamic_img_size: bool = False, # take images of any size (a multiple of `patch`), as timm's option
-                   d: int = 64, heads: int = 8, blocks: int = 6, ffn: int = 128, dropout: float = 0.1,
-                   **options) -> TimmClassifier: # the converted blocks' other arguments (init_sigma, version, ...)
+
+def vit_classifier(
+    channels: int,
+    classes: int,
+    structure_size: Sequence[int],  # the images' (H, W), each a multiple of `patch`
+    patch: int = 4,  # the side of a square patch, in pixels
+    pe: str = 'none',  # 'none': timm's attention; otherwise the converted blocks' encoding
+    span: str = 'off',
+    threshold: float = 0.0,  # the converted blocks' span
+    pos_embed: str = 'keep',  # timm's absolute position embedding: 'keep' or 'drop'
+    dynamic_img_size: bool = False,  # take images of any size (a multiple of `patch`), as timm's option
+    d: int = 64,
+    heads: int = 8,
+    blocks: int = 6,
+    ffn: int = 128,
+    dropout: float = 0.1,
+    **options,
+) -> TimmClassifier:  # the converted blocks' other arguments (init_sigma, version, ...)
     "A timm ViT of the Classifier's widths on [B, H, W, C] images; converted by `convert_vit` unless pe='none' and span='off'."
     from timm.models.vision_transformer import VisionTransformer
+
     check_choice('pos_embed', pos_embed, ('keep', 'drop'))
     if len(structure_size) != 2 or any(s % patch for s in structure_size):
-        raise ValueError(f"structure_size={list(structure_size)} must be an image's (H, W), each a multiple of patch={patch}")
-    vit = VisionTransformer(img_size=tuple(structure_size), patch_size=patch, in_chans=channels, num_classes=classes,
-                            embed_dim=d, depth=blocks, num_heads=heads, mlp_ratio=ffn / d, drop_rate=dropout,
-                            pos_drop_rate=dropout, dynamic_img_size=dynamic_img_size)
-    if pe != 'none' or span != 'off': vit = convert_vit(vit, pe, span, threshold, pos_embed=pos_embed, **options)
-    elif pos_embed == 'drop': vit.pos_embed = None
+        raise ValueError(
+            f"structure_size={list(structure_size)} must be an image's (H, W), each a multiple of patch={patch}"
+        )
+    vit = VisionTransformer(
+        img_size=tuple(structure_size),
+        patch_size=patch,
+        in_chans=channels,
+        num_classes=classes,
+        embed_dim=d,
+        depth=blocks,
+        num_heads=heads,
+        mlp_ratio=ffn / d,
+        drop_rate=dropout,
+        pos_drop_rate=dropout,
+        dynamic_img_size=dynamic_img_size,
+    )
+    if pe != 'none' or span != 'off':
+        vit = convert_vit(vit, pe, span, threshold, pos_embed=pos_embed, **options)
+    elif pos_embed == 'drop':
+        vit.pos_embed = None
     return TimmClassifier(vit)

@@ -20,28 +20,45 @@ from ..core.span import CovarianceSpan, DifferentiableSpan, check_span_args
 from ..encodings.catalogue import ENCODING_CLASSES, SCALED_ENCODINGS, fixed_applies, make_relative, relative_terms
 from .version1 import attend_setup, v1_logits
 from .fast import attend_fast
-from .table import (DEFAULT_VERSION, DEVICE_VERSIONS, FUSED_VERSIONS, TERMS_VERSIONS, VERSION_CHOICES, VERSION_TABLE,
-                    load_version, pick_version, refusal, runs_eagerly)
+from posattn.layers.table import (
+    DEFAULT_VERSION,
+    DEVICE_VERSIONS,
+    FUSED_VERSIONS,
+    TERMS_VERSIONS,
+    VERSION_CHOICES,
+    VERSION_TABLE,
+    load_version,
+    pick_version,
+    refusal,
+    runs_eagerly,
+)
 
 # %% ../../nbs/23_layers.block.ipynb #d6e234f2
-VERSIONS = {n: load_version(n) for n, r in VERSION_TABLE.items() if not r.fused}  # portable: imported with the block, any device, both passes
+VERSIONS = {
+    n: load_version(n) for n, r in VERSION_TABLE.items() if not r.fused
+}  # portable: imported with the block, any device, both passes
 SPAN_MODULES = {'gaussian': DifferentiableSpan, 'covariance': CovarianceSpan}  # the diagonal one is the paper's
 SPANS = ('off', *SPAN_MODULES)
 
 # %% ../../nbs/23_layers.block.ipynb #7490e829
-def _check_block_args(dims, span, threshold, init_sigma, version, pe='siren', coordinates: str = 'structure',
-                      reference_size=None) -> tuple | None:
+def _check_block_args(
+    dims, span, threshold, init_sigma, version, pe='siren', coordinates: str = 'structure', reference_size=None
+) -> tuple | None:
     "The block's own constructor arguments, checked before anything is built; the fixed scale's reference size (or None)."
     check_span_args(threshold, init_sigma)
     check_int('dims', dims)
     check_choice('span', span, SPANS)
     check_choice('version', version, VERSION_CHOICES)
     if threshold > 0 and span == 'off':
-        raise ValueError(f"threshold={threshold} needs span='gaussian' or 'covariance': the window is cut from the Gaussian")
+        raise ValueError(
+            f"threshold={threshold} needs span='gaussian' or 'covariance': the window is cut from the Gaussian"
+        )
     R = check_reference_size(coordinates, reference_size, dims)
     if R is not None and not fixed_applies(pe, span):
-        raise ValueError(f"coordinates='fixed' sets how offsets are normalised, but pe={pe!r} with span='off' reads no "
-                         f"normalised offset: it applies to pe in {SCALED_ENCODINGS} and to the span")
+        raise ValueError(
+            f"coordinates='fixed' sets how offsets are normalised, but pe={pe!r} with span='off' reads no "
+            f"normalised offset: it applies to pe in {SCALED_ENCODINGS} and to the span"
+        )
     return R
 
 # %% ../../nbs/23_layers.block.ipynb #d12590d2
@@ -50,15 +67,22 @@ def _autocast_dtype(x: Tensor) -> bool:
     kind = x.device.type
     return x.is_floating_point() and torch.is_autocast_enabled(kind) and x.dtype == torch.get_autocast_dtype(kind)
 
-def _check_input(x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtype, device, prefix: int = 0) -> tuple[int, ...]:
+
+def _check_input(
+    x: Tensor, structure_size, d: int, dims: int, dtype: torch.dtype, device, prefix: int = 0
+) -> tuple[int, ...]:
     "StructureSize of the input `x` [B, N, d] as ints, or a ValueError naming what does not fit the block."
     if not isinstance(x, Tensor) or x.dim() != 3:
-        raise ValueError(f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
-    if x.shape[-1] != d: raise ValueError(f"x has {x.shape[-1]} features; this block expects d={d}")
+        raise ValueError(
+            f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
+        )
+    if x.shape[-1] != d:
+        raise ValueError(f"x has {x.shape[-1]} features; this block expects d={d}")
     if x.dtype != dtype and not _autocast_dtype(x):
         fix = f"x.to({dtype})" + (f" or block.to({x.dtype})" if x.is_floating_point() else "")
         raise ValueError(f"x has dtype {x.dtype} but this block's parameters are {dtype}: convert with {fix}")
-    if x.device != device: raise ValueError(f"x is on {x.device} but this block is on {device}: move one of them")
+    if x.device != device:
+        raise ValueError(f"x is on {x.device} but this block is on {device}: move one of them")
     S = check_structure_size(structure_size, dims)
     check_int('prefix', prefix, low=0)
     if math.prod(S) + prefix != x.shape[1]:
@@ -72,27 +96,35 @@ def _term_slots(encoding, dims: int, heads: int, span) -> tuple[str, ...]:
     slots = tuple(relative_terms(encoding, (3,) * dims, heads).slots)
     return slots + (('factor',) if span is not None and 'factor' not in slots else ())
 
+
 def _check_fused_call(block, x: Tensor) -> None:
     "A ValueError, before any work, when the block's fused version cannot run a call on `x` (device, dtype, gradients)."
     kind = x.device.type
     dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype
     grad = torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in block.parameters()))
-    if why := refusal(block.version, device=x.device, dtype=dtype, grad=grad): raise ValueError(why)
+    if why := refusal(block.version, device=x.device, dtype=dtype, grad=grad):
+        raise ValueError(why)
 
 # %% ../../nbs/23_layers.block.ipynb #054e8f96
 class _VersionSwitch:
     "A `version` attribute that takes VERSION_CHOICES the table refuses nothing, asked when it is set (a block's pe, term_slots, dims)."
+
     __slots__ = ()  # a mixin: the attribute lives in the module's own __dict__
+
     @property
     def version(self) -> str:
         "The implementation in use, one of VERSION_CHOICES; set it to switch (every version uses the same parameters)."
         return self._version
+
     @version.setter
     def version(self, name: str):
         check_choice('version', name, VERSION_CHOICES)
         if name != DEFAULT_VERSION:
-            ask = dict(pe=getattr(self, 'pe', None), slots=getattr(self, 'term_slots', None), dims=getattr(self, 'dims', None))
-            if why := refusal(name, **ask): raise ValueError(why)
+            ask = dict(
+                pe=getattr(self, 'pe', None), slots=getattr(self, 'term_slots', None), dims=getattr(self, 'dims', None)
+            )
+            if why := refusal(name, **ask):
+                raise ValueError(why)
             load_version(name)
         self._version = name
 
@@ -102,28 +134,40 @@ def _eagerly(f, *args):
     "f(*args), which torch.compile calls as it is instead of tracing it."
     return f(*args)
 
+
 def _in_dtype_of(q: Tensor, terms, u: Tensor, v: Tensor | None):
     "Under torch.autocast q, k and value come in its lower precision: the biases and every term follow them."
-    if not torch.is_autocast_enabled(q.device.type): return terms, u, v
+    if not torch.is_autocast_enabled(q.device.type):
+        return terms, u, v
     cast = lambda fn: None if fn is None else (lambda off: fn(off).to(q.dtype))
     terms = terms._replace(**{f: cast(getattr(terms, f)) for f in ('query', 'key', 'value', 'factor', 'bias')})
     return terms, u.to(q.dtype), None if v is None else v.to(q.dtype)
 
+
 def _terms(block, q: Tensor, S: tuple[int, ...]):
     "The window, the encoding's terms with the Gaussian, and the biases of `block` for a call on `q`, in q's dtype."
-    W = block.span_size(S)  # first: the graph break it causes meets no object made here (torch 2.11's dynamo fails on one)
-    terms = relative_terms(block.encoding, S, block.heads).times((lambda off: block.span(off, S)) if block.span else None)
+    W = block.span_size(
+        S
+    )  # first: the graph break it causes meets no object made here (torch 2.11's dynamo fails on one)
+    terms = relative_terms(block.encoding, S, block.heads).times(
+        (lambda off: block.span(off, S)) if block.span else None
+    )
     return (W, *_in_dtype_of(q, terms, block.u, block.v))
+
 
 def _attend(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...]) -> Tensor:
     "The attention of `block` (a PositionalSelfAttention) in `version`, on split heads [B, H, N, d_H]."
     W, terms, u, v = _terms(block, q, S)
-    return load_version(version)(q, k, value, u, v, S, W, terms=terms)  # v2 and v3 take the paper's two slots (the switch refused others)
+    return load_version(version)(
+        q, k, value, u, v, S, W, terms=terms
+    )  # v2 and v3 take the paper's two slots (the switch refused others)
 
 # %% ../../nbs/23_layers.block.ipynb #8bf948ed
 class _RunningVersion:
     "The version each call runs, and the call: the block's `attend` (a mixin of PositionalSelfAttention)."
+
     __slots__ = ()
+
     def running_version(self, q: Tensor) -> str:
         "The version a call on queries `q` [B, H, N, d_H] runs: `version`, or what 'auto' picks for q's device and dtype."
         return pick_version(self.version, self.term_slots, self.dims, q.device, q.dtype, q.requires_grad)
@@ -131,27 +175,34 @@ class _RunningVersion:
     def attend(self, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], prefix: int = 0) -> Tensor:
         "The running version of the attention, on split heads [B, H, N, d_H]; `fast` runs eagerly under torch.compile (the table's eager_on)."
         version = self.running_version(q)
-        if prefix: return _off_grid(self, version, q, k, value, S, prefix)
-        if torch.compiler.is_compiling() and runs_eagerly(version, q.device): return _eagerly(_attend, self, version, q, k, value, S)
+        if prefix:
+            return _off_grid(self, version, q, k, value, S, prefix)
+        if torch.compiler.is_compiling() and runs_eagerly(version, q.device):
+            return _eagerly(_attend, self, version, q, k, value, S)
         return _attend(self, version, q, k, value, S)
 
-
 # %% ../../nbs/23_layers.block.ipynb #feea98d5
-def _grid_part(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], W, terms, u, v) -> tuple[Tensor, Tensor]:
+def _grid_part(
+    block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], W, terms, u, v
+) -> tuple[Tensor, Tensor]:
     "The grid's attention in `version` [B, H, N, d_H] and the log of each query's normaliser over the grid [B, H, N]: fast's own, else from Version 1's logits."
-    if version == 'fast': return attend_fast(q, k, value, u, v, S, W, terms=terms, return_lse=True)  # runs eagerly under torch.compile
+    if version == 'fast':
+        return attend_fast(q, k, value, u, v, S, W, terms=terms, return_lse=True)  # runs eagerly under torch.compile
     eager = torch.compiler.is_compiling() and runs_eagerly(version, q.device)  # the table's eager_on
     inside = _eagerly(_attend, block, version, q, k, value, S) if eager else _attend(block, version, q, k, value, S)
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, S, W, terms=terms)
     return inside, v1_logits(q, k, u, v, S, W, t).logsumexp(-1)
+
 
 def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], P: int) -> Tensor:
     "Attention of P tokens off the grid, then the grid's: every pair with an off-grid token scores (q + u) k / sqrt(d_H) alone, a grid token's q + u and k turned by its rotation."
     (qp, qg), (kp, kg), (vp, vg) = ((x[:, :, :P], x[:, :, P:]) for x in (q, k, value))
     W, terms, u, v = _terms(block, qg, S)
     turn, ub = terms.rotate, u[:, None]
-    if turn is None: qc, kc = q + ub, k  # each token's content query and key
-    else: qc, kc = torch.cat([qp + ub, turn(qg + ub)], 2), torch.cat([kp, turn(kg)], 2)  # a grid token's turned by RoPE
+    if turn is None:
+        qc, kc = q + ub, k  # each token's content query and key
+    else:
+        qc, kc = torch.cat([qp + ub, turn(qg + ub)], 2), torch.cat([kp, turn(kg)], 2)  # a grid token's turned by RoPE
     if version == 'fast' and set(terms.slots) <= {'rotate'} and W == relative_size(S):  # every pair content alone
         return F.scaled_dot_product_attention(qc, kc, value)  # one fused call, as in timm's own attention
     wide = torch.promote_types(q.dtype, torch.float32)  # logits in float32 at least
@@ -163,21 +214,25 @@ def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple
     off = content(qc[:, :, :P], kc).softmax(-1).to(q.dtype) @ value  # every key, never windowed
     return torch.cat([off, on], 2)
 
-
 # %% ../../nbs/23_layers.block.ipynb #62b5d67b
 class PositionalSelfAttention(_RunningVersion, _VersionSwitch, MultiHeadSelfAttention):
     "Figure 4: multi-head self-attention with relative positional encoding and differentiable span."
-    def __init__(self, d: int = 64, # features
-                 heads: int = 8, # H
-                 pe: str = 'siren', # positional encoding, one of RELATIVE_ENCODINGS (encodings.catalogue)
-                 dims: int = 1, # positional dimensions n
-                 span: str = 'off', # differentiable span: 'off', 'gaussian' (diagonal) or 'covariance' (rotated)
-                 threshold: float = 0., # t in [0, 1); 0 keeps every key
-                 init_sigma: float = 0.3, # initial sigma of the span, every dimension
-                 version: str = DEFAULT_VERSION, # implementation, one of VERSION_CHOICES ('auto': the device's)
-                 pe_options: dict | None = None, # options of the encoding's class: SIREN's hidden, layers, w0, ..., or e.g. max_offset
-                 coordinates: str = 'structure', # offsets over the grid at hand (the paper's) or 'fixed' (over reference_size)
-                 reference_size: Sequence[int] | None = None): # R of coordinates='fixed', e.g. the training grid
+
+    def __init__(
+        self,
+        d: int = 64,  # features
+        heads: int = 8,  # H
+        pe: str = 'siren',  # positional encoding, one of RELATIVE_ENCODINGS (encodings.catalogue)
+        dims: int = 1,  # positional dimensions n
+        span: str = 'off',  # differentiable span: 'off', 'gaussian' (diagonal) or 'covariance' (rotated)
+        threshold: float = 0.0,  # t in [0, 1); 0 keeps every key
+        init_sigma: float = 0.3,  # initial sigma of the span, every dimension
+        version: str = DEFAULT_VERSION,  # implementation, one of VERSION_CHOICES ('auto': the device's)
+        pe_options: dict
+        | None = None,  # options of the encoding's class: SIREN's hidden, layers, w0, ..., or e.g. max_offset
+        coordinates: str = 'structure',  # offsets over the grid at hand (the paper's) or 'fixed' (over reference_size)
+        reference_size: Sequence[int] | None = None,
+    ):  # R of coordinates='fixed', e.g. the training grid
         """Positional multi-head self-attention; call it as block(x [B, N, d], structure_size) -> [B, N, d].
         d: features (64); heads: H, dividing d (8); pe: one of RELATIVE_ENCODINGS ('siren'); dims: n (1); span: 'off',
         'gaussian' or 'covariance'; threshold: t in [0, 1) cutting a window from the Gaussian; init_sigma: (0.3); version:
@@ -186,9 +241,16 @@ class PositionalSelfAttention(_RunningVersion, _VersionSwitch, MultiHeadSelfAtte
         R = _check_block_args(dims, span, threshold, init_sigma, version, pe, coordinates, reference_size)
         super().__init__(d, heads)
         self.dims, d_head, self.coordinates, self.reference_size = int(dims), self.d // self.heads, coordinates, R
-        self.pe, self.encoding = pe, make_relative(pe, self.dims, self.d, self.heads, pe_options, R if pe in SCALED_ENCODINGS else None)
+        self.pe, self.encoding = (
+            pe,
+            make_relative(pe, self.dims, self.d, self.heads, pe_options, R if pe in SCALED_ENCODINGS else None),
+        )
         self.u = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head)))
-        self.v = nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head))) if ENCODING_CLASSES[pe].uses_v else None
+        self.v = (
+            nn.Parameter(nn.init.xavier_uniform_(torch.empty(self.heads, d_head)))
+            if ENCODING_CLASSES[pe].uses_v
+            else None
+        )
         self.span = SPAN_MODULES[span](self.dims, init_sigma, threshold, R) if span != 'off' else None
         self.term_slots, self.version = _term_slots(self.encoding, self.dims, self.heads, self.span), version
 
@@ -196,28 +258,42 @@ class PositionalSelfAttention(_RunningVersion, _VersionSwitch, MultiHeadSelfAtte
         "The current SpanSize for `structure_size` (RelativeSize without a span or threshold)."
         return self.span.span_size(structure_size) if self.span else relative_size(structure_size)
 
-    def forward(self, x: Tensor, # tokens [B, P + N, d]: P off the grid, then the grid flattened row-major
-                structure_size: Sequence[int],
-                prefix: int = 0) -> Tensor: # P, tokens off the grid (class, registers) first in x; [B, P + N, d]
+    def forward(
+        self,
+        x: Tensor,  # tokens [B, P + N, d]: P off the grid, then the grid flattened row-major
+        structure_size: Sequence[int],
+        prefix: int = 0,
+    ) -> Tensor:  # P, tokens off the grid (class, registers) first in x; [B, P + N, d]
         "Positional multi-head self-attention of `x` laid out in `structure_size` (after `prefix` tokens off the grid)."
         S = _check_input(x, structure_size, self.d, self.dims, self.qkv.weight.dtype, self.qkv.weight.device, prefix)
-        if self.version in FUSED_VERSIONS: _check_fused_call(self, x)  # before any work
+        if self.version in FUSED_VERSIONS:
+            _check_fused_call(self, x)  # before any work
         return super().forward(x, S, prefix)
 
 # %% ../../nbs/23_layers.block.ipynb #dbe1406a
-def fixed_on(options: dict, # options of the blocks a model builds
-             grid: Sequence[int]) -> dict: # the grid they are built on (pixels, or patches)
+def fixed_on(
+    options: dict,  # options of the blocks a model builds
+    grid: Sequence[int],
+) -> dict:  # the grid they are built on (pixels, or patches)
     "`options`, under coordinates='fixed' with reference_size defaulting to `grid`: a pixel or patch as on the built grid."
-    if options.get('coordinates') == 'fixed': options.setdefault('reference_size', tuple(grid))
+    if options.get('coordinates') == 'fixed':
+        options.setdefault('reference_size', tuple(grid))
     return options
 
-def span_report(attention: nn.Module | None, # a layer's attention; None or one without a span: the whole relative grid
-                structure_size: Sequence[int]) -> dict:
+
+def span_report(
+    attention: nn.Module | None,  # a layer's attention; None or one without a span: the whole relative grid
+    structure_size: Sequence[int],
+) -> dict:
     "One layer's sigma and SpanSize (None and RelativeSize without a span); learned w0 [initial, hidden]; a covariance span's L."
     span = getattr(attention, 'span', None)
-    out = dict(sigma=span.sigma.detach().cpu().tolist() if span is not None else None,
-               span_size=list(attention.span_size(structure_size) if span is not None else relative_size(structure_size)))
+    out = dict(
+        sigma=span.sigma.detach().cpu().tolist() if span is not None else None,
+        span_size=list(attention.span_size(structure_size) if span is not None else relative_size(structure_size)),
+    )
     encoding = getattr(attention, 'encoding', None)
-    if hasattr(encoding, 'log_w0'): out['w0'] = [float(f) for f in encoding.frequencies()]  # learn_w0 only
-    if hasattr(span, 'cholesky'): out['factor'] = span.cholesky().detach().cpu().tolist()  # covariance only
+    if hasattr(encoding, 'log_w0'):
+        out['w0'] = [float(f) for f in encoding.frequencies()]  # learn_w0 only
+    if hasattr(span, 'cholesky'):
+        out['factor'] = span.cholesky().detach().cpu().tolist()  # covariance only
     return out

@@ -18,28 +18,39 @@ from posattn.layers.fast_chunks import Buffer, chunk_backward, chunk_forward, ch
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #ecd796e9
 class ChunkRun(NamedTuple):
     "How `_Chunks` runs the chunks of a call: everything it is given besides the tensors."
+
     geom: SkewGeometry
-    step: int                # tiles per chunk
-    axes: dict[str, int]     # the tile dimension of each field cut per tile (others: shared by the tiles)
+    step: int  # tiles per chunk
+    axes: dict[str, int]  # the tile dimension of each field cut per tile (others: shared by the tiles)
     recompute: bool = False  # the backward pass recomputes each chunk's weights instead of keeping them
-    finite: bool = False     # every value is finite (checked once per call): the plain weighted sum is exact
-    exact: bool = False      # mask by assignment (`chunk_weights`)
-    lse: bool = False        # also return the log of each query's normaliser [B, H, tiles, T^n]
+    finite: bool = False  # every value is finite (checked once per call): the plain weighted sum is exact
+    exact: bool = False  # mask by assignment (`chunk_weights`)
+    lse: bool = False  # also return the log of each query's normaliser [B, H, tiles, T^n]
+
 
 _FACTOR = 1 + Chunk._fields.index('pair_factor')  # autograd sees the run, then the fields in order
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #8301e3d2
 class _Chunks(torch.autograd.Function):
     "Attention of all tiles, `step` at a time; each chunk's weights (with a Gaussian to learn: its raw scores) are kept, or recomputed (`recompute`)."
+
     @staticmethod
-    def forward(ctx, run: ChunkRun, *fields): # the fields of a `Chunk`, each a tensor autograd sees
+    def forward(ctx, run: ChunkRun, *fields):  # the fields of a `Chunk`, each a tensor autograd sees
         x = Chunk(*fields)
         keep_raw = not run.recompute and ctx.needs_input_grad[_FACTOR]  # the Gaussian's gradient needs the raw scores
         ctx.run, ctx.kept, outs, lses = run, [], [], []
         for _, _, c in chunk_slices(x, run.axes, run.step, x.q_content.shape[2]):
-            p, out, raw, lse = chunk_forward(tile_grids(c), run.geom, Buffer.SCORES if run.recompute else None, keep_raw,
-                                             run.finite, run.exact, run.lse)
-            outs.append(out); lses.append(lse)
+            p, out, raw, lse = chunk_forward(
+                tile_grids(c),
+                run.geom,
+                Buffer.SCORES if run.recompute else None,
+                keep_raw,
+                run.finite,
+                run.exact,
+                run.lse,
+            )
+            outs.append(out)
+            lses.append(lse)
             ctx.kept.append(None if run.recompute else (None if keep_raw else p, raw))  # p: rebuilt from raw
         out = torch.cat(outs, 2)
         ctx.save_for_backward(*x, out)
@@ -53,11 +64,19 @@ class _Chunks(torch.autograd.Function):
         run, x = ctx.run, Chunk(*saved)
         need = frozenset(f for f, n in zip(Chunk._fields, ctx.needs_input_grad[1:]) if n)
         sums = None  # dense mode: every chunk adds to the gradients of all keys and values, summed transposed
-        if 'keys' not in run.axes: sums = tuple(x.keys.new_zeros(*x.keys.shape[:2], x.keys.shape[3], x.keys.shape[2]) for _ in range(2))
+        if 'keys' not in run.axes:
+            sums = tuple(x.keys.new_zeros(*x.keys.shape[:2], x.keys.shape[3], x.keys.shape[2]) for _ in range(2))
         summed = ('keys', 'values') if sums else ()
-        grads = Chunk(**{f: None if a is None or f in ('valid', 'mask_bias') or f not in need or f in summed else
-                             torch.empty_like(a) if f in run.axes else torch.zeros_like(a)  # a slice per chunk, or (shared) a sum over the chunks
-                          for f, a in zip(Chunk._fields, x)})
+        grads = Chunk(
+            **{
+                f: None
+                if a is None or f in ('valid', 'mask_bias') or f not in need or f in summed
+                else torch.empty_like(a)
+                if f in run.axes
+                else torch.zeros_like(a)  # a slice per chunk, or (shared) a sum over the chunks
+                for f, a in zip(Chunk._fields, x)
+            }
+        )
         for (s, n, c), kept in zip(chunk_slices(x, run.axes, run.step, out.shape[2]), ctx.kept):
             o1, d1, c = out.narrow(2, s, n), dout.narrow(2, s, n), tile_grids(c)
             p, raw = kept or (None, None)
@@ -65,17 +84,25 @@ class _Chunks(torch.autograd.Function):
                 p, raw, _ = chunk_weights(c, run.geom, Buffer.SCORES, 'pair_factor' in need, run.exact, raw=raw)
             dl = None if dlse is None else dlse.narrow(2, s, n)
             for f, acc, part in zip(Chunk._fields, grads, chunk_backward(d1, c, p, o1, run.geom, need, raw, sums, dl)):
-                if acc is None: continue
-                if f == 'grid_encodings' and c.grid_index is not None: fold_grids(acc, part, c.grid_index)  # into the one grid
-                elif f in run.axes: acc.narrow(run.axes[f], s, n).copy_(part)
-                else: acc.add_(part)
-        if sums: grads = grads._replace(keys=sums[0].mT if 'keys' in need else None, values=sums[1].mT if 'values' in need else None)
+                if acc is None:
+                    continue
+                if f == 'grid_encodings' and c.grid_index is not None:
+                    fold_grids(acc, part, c.grid_index)  # into the one grid
+                elif f in run.axes:
+                    acc.narrow(run.axes[f], s, n).copy_(part)
+                else:
+                    acc.add_(part)
+        if sums:
+            grads = grads._replace(
+                keys=sums[0].mT if 'keys' in need else None, values=sums[1].mT if 'values' in need else None
+            )
         ctx.kept = [None] * len(ctx.kept)  # freed now, not when the graph goes (a second pass recomputes them)
         trim_scratch(out.device)
         return None, *grads
 
-
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #bdbfe17a
-def run_chunks(x: Chunk, run: ChunkRun) -> Tensor | tuple[Tensor, Tensor]: # [B, H, tiles, T^n, d_H] (and with run.lse [B, H, tiles, T^n])
+def run_chunks(
+    x: Chunk, run: ChunkRun
+) -> Tensor | tuple[Tensor, Tensor]:  # [B, H, tiles, T^n, d_H] (and with run.lse [B, H, tiles, T^n])
     "The attention output of every tile of `x` (and with `run.lse` each query's log-normaliser), through one autograd node (`_Chunks`)."
     return _Chunks.apply(run, *x)

@@ -18,15 +18,21 @@ from posattn.layers.fast_layout import Chunk, SkewGeometry, additive_mask, skew,
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #3169af49
 _SCRATCH = threading.local()  # per thread: {(buffer, dtype, device): a flat buffer}
 
+
 class Buffer(enum.IntEnum):
     "The scratch buffers a chunk's transients live in, by what they hold (forward; backward)."
-    SCORES = 0   # recomputed raw scores, the weights over them; raw scores times dA
+
+    SCORES = 0  # recomputed raw scores, the weights over them; raw scores times dA
     OFFSETS = 1  # R = q_v E^T; dR
     WEIGHTS = 2  # the weights, when the raw scores are kept for the Gaussian
-    GRADS = 3    # dP, then dA in place
+    GRADS = 3  # dP, then dA in place
 
-def scratch(buffer: int, # a `Buffer` (tests use others)
-             shape, like: Tensor) -> Tensor:
+
+def scratch(
+    buffer: int,  # a `Buffer` (tests use others)
+    shape,
+    like: Tensor,
+) -> Tensor:
     "A contiguous `shape` view of this thread's buffer `buffer` for like's dtype and device, grown when too small."
     pool = _SCRATCH.__dict__.setdefault('pool', {})
     key, n = (buffer, like.dtype, like.device), math.prod(shape)
@@ -35,60 +41,83 @@ def scratch(buffer: int, # a `Buffer` (tests use others)
         pool[key] = torch.empty(n, dtype=like.dtype, device=like.device)
     return pool[key][:n].view(shape)
 
+
 def _buffer(buffer: int | None, shape, like: Tensor) -> Tensor:
     "Scratch `buffer`, or a tensor of its own when `buffer` is None (a result that outlives the chunk)."
     return torch.empty(shape, dtype=like.dtype, device=like.device) if buffer is None else scratch(buffer, shape, like)
+
 
 def trim_scratch(device: torch.device) -> None:
     "Free this thread's scratch buffers on `device` beyond the bytes FastOptions lets it keep, the largest first."
     opts, pool = current_fast_options(), _SCRATCH.__dict__.get('pool', {})
     room = opts.scratch_bytes if device.type == 'cpu' else opts.gpu_scratch_bytes
     for key in sorted((k for k in pool if k[2] == device), key=lambda k: pool[k].nbytes):
-        if pool[key].nbytes > room: del pool[key]
-        else: room -= pool[key].nbytes
-
+        if pool[key].nbytes > room:
+            del pool[key]
+        else:
+            room -= pool[key].nbytes
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #9de17c45
-def _grid_rows(x: Tensor, grids: int) -> Tensor: # [H, grids, rows, c]
+def _grid_rows(x: Tensor, grids: int) -> Tensor:  # [H, grids, rows, c]
     "x [B, H, nt, T^n, c] as rows per head and grid (one per tile, or one for all): a view when x is laid out [H, nt, B, ...]."
     B, H, nt, nq, c = x.shape
     return x.permute(1, 2, 0, 3, 4).reshape(H, grids, nt * B * nq // grids, c)
 
-def _rows_back(y: Tensor, B: int, nt: int, nq: int) -> Tensor: # [B, H, nt, T^n, c]
+
+def _rows_back(y: Tensor, B: int, nt: int, nq: int) -> Tensor:  # [B, H, nt, T^n, c]
     "The inverse of `_grid_rows`: a view of y [H, grids, rows, c]."
     return y.reshape(y.shape[0], nt, B, nq, y.shape[-1]).permute(2, 0, 1, 3, 4)
 
-def _offset_scores(qv: Tensor, # [B, H, nt, T^n, d_H]
-                   e: Tensor # one grid [H, 1, d_H, C^n] or one per tile [H, nt, d_H, C^n]
-                  ) -> Tensor: # R [B, H, nt, T^n, C^n], in scratch buffer OFFSETS
+
+def _offset_scores(
+    qv: Tensor,  # [B, H, nt, T^n, d_H]
+    e: Tensor,  # one grid [H, 1, d_H, C^n] or one per tile [H, nt, d_H, C^n]
+) -> Tensor:  # R [B, H, nt, T^n, C^n], in scratch buffer OFFSETS
     "R = q_v E^T: the chunk's queries against the encodings of their grid of offsets."
     B, H, nt, nq, d = qv.shape
     grids = e.shape[1]  # per head, a product per grid (one per tile, or one for all) over its rows
-    r = scratch(Buffer.OFFSETS, (H, grids, nt * B * nq // grids, e.shape[-1]), qv)  # laid out [H, nt, B, T^n, C^n]: e is never copied
+    r = scratch(
+        Buffer.OFFSETS, (H, grids, nt * B * nq // grids, e.shape[-1]), qv
+    )  # laid out [H, nt, B, T^n, C^n]: e is never copied
     return _rows_back(torch.matmul(_grid_rows(qv, grids), e, out=r), B, nt, nq)
 
-def raw_scores(qu, qv, keys, e, geom: SkewGeometry, f=None, # q_content, q_position, keys, grid_encodings; pair_keys
-                buffer: Buffer | None = None # the scratch buffer for the scores; None: a tensor of their own
-               ) -> Tensor: # [B, H, nt, T^n, L^n]
+
+def raw_scores(
+    qu,
+    qv,
+    keys,
+    e,
+    geom: SkewGeometry,
+    f=None,  # q_content, q_position, keys, grid_encodings; pair_keys
+    buffer: Buffer | None = None,  # the scratch buffer for the scores; None: a tensor of their own
+) -> Tensor:  # [B, H, nt, T^n, L^n]
     "Content plus skewed positional scores (plus the key slot's, with `f`) of a chunk, already scaled by 1/sqrt(d_H)."
     T, C, L, base = geom
     B, H, nt, nq, d = qu.shape
     if keys.dim() == 4:  # all keys, shared by the tiles
         a = _buffer(buffer, (B, H, nt, nq, keys.shape[2]), qu)
         torch.matmul(qu.reshape(B, H, nt * nq, d), keys.mT, out=a.view(B, H, nt * nq, keys.shape[2]))
-    else: a = torch.matmul(qu, keys.mT, out=_buffer(buffer, (B, H, nt, nq, keys.shape[3]), qu))  # halos [B, H, nt, L^n, d]
-    if qv is not None: a.view(B, H, nt, *T, *L).add_(skew(_offset_scores(qv, e), T, C, L, base))
-    if f is not None: a.add_(_key_scores(keys, f))
+    else:
+        a = torch.matmul(
+            qu, keys.mT, out=_buffer(buffer, (B, H, nt, nq, keys.shape[3]), qu)
+        )  # halos [B, H, nt, L^n, d]
+    if qv is not None:
+        a.view(B, H, nt, *T, *L).add_(skew(_offset_scores(qv, e), T, C, L, base))
+    if f is not None:
+        a.add_(_key_scores(keys, f))
     return a
-
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #432ddaea
 def _narrow(a: Tensor, b: Tensor) -> Tensor:
     "a @ b for a result with few columns (d_H): computed as (bᵀ aᵀ)ᵀ, the layout CPU gemm runs fastest (results/bench/HISTORY.md)."
     return (b.mT @ a.mT).mT
 
-def _add_narrow(acc: Tensor, # [..., d_H, N]: the running sum of such results, kept transposed
-                a: Tensor, b: Tensor) -> None:
+
+def _add_narrow(
+    acc: Tensor,  # [..., d_H, N]: the running sum of such results, kept transposed
+    a: Tensor,
+    b: Tensor,
+) -> None:
     "acc += (a @ b)ᵀ, as one product that adds into its output (beta = 1): no temporary, no strided add."
     acc.flatten(0, -3).baddbmm_(b.mT.flatten(0, -3), a.mT.flatten(0, -3))
 
@@ -96,47 +125,66 @@ def _add_narrow(acc: Tensor, # [..., d_H, N]: the running sum of such results, k
 def _additive(c: Chunk, like: Tensor) -> Tensor | None:
     "The bias plus the mask as 0 inside and -inf outside: one table without the batch dimension, or None."
     m, b = c.mask_bias, c.pair_bias
-    if m is None and c.valid is not None: m = additive_mask(c.valid, like.dtype)  # a chunk built without the call's table
-    if m is None: return b
+    if m is None and c.valid is not None:
+        m = additive_mask(c.valid, like.dtype)  # a chunk built without the call's table
+    if m is None:
+        return b
     m = m.to(like.dtype)  # a copy only where autocast made the scores narrower than the inputs
     return m if b is None else m + b
 
-def _logits(a: Tensor, c: Chunk,
-            out: Tensor | None = None, # where to write; None: over `a`
-            exact: bool = False # mask by assignment, a separate pass (for scores that are not finite)
-           ) -> Tensor: # [B, H, nt, T^n, L^n]
+
+def _logits(
+    a: Tensor,
+    c: Chunk,
+    out: Tensor | None = None,  # where to write; None: over `a`
+    exact: bool = False,  # mask by assignment, a separate pass (for scores that are not finite)
+) -> Tensor:  # [B, H, nt, T^n, L^n]
     "What the softmax of chunk `c` normalises: the raw scores `a` times the Gaussian (factor), plus the bias, -inf outside the mask."
     g, valid = c.pair_factor, c.valid
     c = c.pair_bias if exact else _additive(c, a)
     o = a if out is None else out
-    if g is not None: o = torch.mul(a, g, out=o) if c is None else torch.addcmul(c, a, g, out=o)  # one pass
-    elif c is not None: o = torch.add(a, c, out=o)
-    elif out is not None: o = out.copy_(a)
-    if exact and valid is not None: o.masked_fill_(~valid, float('-inf'))
+    if g is not None:
+        o = torch.mul(a, g, out=o) if c is None else torch.addcmul(c, a, g, out=o)  # one pass
+    elif c is not None:
+        o = torch.add(a, c, out=o)
+    elif out is not None:
+        o = out.copy_(a)
+    if exact and valid is not None:
+        o.masked_fill_(~valid, float('-inf'))
     return o
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #015ad701
-def chunk_weights(c: Chunk, geom: SkewGeometry,
-                  buffer: Buffer | None = None, # the scratch buffer for the raw scores; None: a tensor of their own
-                  keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch buffer WEIGHTS
-                  exact: bool = False, # mask by assignment, a separate pass (for scores that are not finite)
-                  lse: bool = False, # also return the log of each row's normaliser
-                  raw: Tensor | None = None # the raw scores, when they were kept: not computed again
-                 ) -> tuple[Tensor, Tensor | None, Tensor | None]: # weights [B, H, nt, T^n, L^n], raw scores, log-normalisers [B, H, nt, T^n]
+def chunk_weights(
+    c: Chunk,
+    geom: SkewGeometry,
+    buffer: Buffer | None = None,  # the scratch buffer for the raw scores; None: a tensor of their own
+    keep_raw: bool = False,  # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch buffer WEIGHTS
+    exact: bool = False,  # mask by assignment, a separate pass (for scores that are not finite)
+    lse: bool = False,  # also return the log of each row's normaliser
+    raw: Tensor | None = None,  # the raw scores, when they were kept: not computed again
+) -> tuple[
+    Tensor, Tensor | None, Tensor | None
+]:  # weights [B, H, nt, T^n, L^n], raw scores, log-normalisers [B, H, nt, T^n]
     "A chunk's softmax weights: the forward pass and the backward pass's recompute both take them from here, so they agree bit for bit."
     keep_raw = keep_raw or raw is not None
-    if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, buffer)
+    if raw is None:
+        raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, buffer)
     o = _logits(raw, c, scratch(Buffer.WEIGHTS, raw.shape, raw) if keep_raw else None, exact)
     l = torch.logsumexp(o, -1) if lse else None  # before the softmax overwrites the logits
     return torch.softmax(o, -1, out=o), raw if keep_raw else None, l  # every row has a valid key
 
-def chunk_forward(c: Chunk, geom: SkewGeometry,
-                   buffer: Buffer | None = None, # the scratch buffer for the weights; None when they are kept
-                   keep_raw: bool = False, # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch buffer WEIGHTS
-                   finite: bool = False, # every value is finite (checked once per call): the plain product is exact
-                   exact: bool = False, # mask by assignment (`chunk_weights`)
-                   lse: bool = False # also return the log of each query row's normaliser
-                  ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]: # weights [B, H, nt, T^n, L^n], out, raw scores, log-normalisers
+
+def chunk_forward(
+    c: Chunk,
+    geom: SkewGeometry,
+    buffer: Buffer | None = None,  # the scratch buffer for the weights; None when they are kept
+    keep_raw: bool = False,  # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch buffer WEIGHTS
+    finite: bool = False,  # every value is finite (checked once per call): the plain product is exact
+    exact: bool = False,  # mask by assignment (`chunk_weights`)
+    lse: bool = False,  # also return the log of each query row's normaliser
+) -> tuple[
+    Tensor, Tensor, Tensor | None, Tensor | None
+]:  # weights [B, H, nt, T^n, L^n], out, raw scores, log-normalisers
     "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
     p, raw, l = chunk_weights(c, geom, buffer, keep_raw, exact, lse)
     B, H, nt, nq, d = c.q_content.shape
@@ -144,50 +192,80 @@ def chunk_forward(c: Chunk, geom: SkewGeometry,
     if c.keys.dim() == 4:  # all keys, shared by the tiles: one product over every query row of the chunk
         inside = None if inside is None else inside.reshape(nt * nq, -1)
         out = weighted_sum(p.view(B, H, nt * nq, p.shape[-1]), c.values, inside, _narrow).reshape(B, H, nt, nq, d)
-    else: out = weighted_sum(p, c.values, inside, _narrow)
+    else:
+        out = weighted_sum(p, c.values, inside, _narrow)
     return p, out if c.grid_values is None else out + _value_term(p, c.grid_values, geom), raw, l
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #36f9b805
-def chunk_backward(dout: Tensor, c: Chunk, p: Tensor, out: Tensor, geom: SkewGeometry,
-                    need: frozenset[str], # the fields that need a gradient (the Gaussian's and the bias's are skipped if not)
-                    raw: Tensor | None = None, # the raw scores, if at hand
-                    sums: tuple[Tensor, Tensor] | None = None, # dense mode: running sums [B, H, d_H, N] of the keys' and the values' gradients
-                    dlse: Tensor | None = None # the gradient of the log-normalisers [B, H, nt, T^n], when the call returned them
-                   ) -> Chunk: # the gradients, by name; dense mode's keys and values are added to `sums` instead
+def chunk_backward(
+    dout: Tensor,
+    c: Chunk,
+    p: Tensor,
+    out: Tensor,
+    geom: SkewGeometry,
+    need: frozenset[str],  # the fields that need a gradient (the Gaussian's and the bias's are skipped if not)
+    raw: Tensor | None = None,  # the raw scores, if at hand
+    sums: tuple[Tensor, Tensor]
+    | None = None,  # dense mode: running sums [B, H, d_H, N] of the keys' and the values' gradients
+    dlse: Tensor | None = None,  # the gradient of the log-normalisers [B, H, nt, T^n], when the call returned them
+) -> Chunk:  # the gradients, by name; dense mode's keys and values are added to `sums` instead
     "Gradients of `chunk_forward` from the softmax weights `p` and the output."
     T, C, L, base = geom
     B, H, nt, nq, d = c.q_content.shape
     shared = c.keys.dim() == 4
     flat = lambda x: x.reshape(B, H, nt * nq, x.shape[-1])
     dp = scratch(Buffer.GRADS, p.shape, p)
-    if shared: torch.matmul(flat(dout), c.values.mT, out=flat(dp)); _add_narrow(sums[1], flat(p).mT, flat(dout)); dvals = None
-    else: torch.matmul(dout, c.values.mT, out=dp); dvals = _narrow(p.mT, dout)
+    if shared:
+        torch.matmul(flat(dout), c.values.mT, out=flat(dp))
+        _add_narrow(sums[1], flat(p).mT, flat(dout))
+        dvals = None
+    else:
+        torch.matmul(dout, c.values.mT, out=dp)
+        dvals = _narrow(p.mT, dout)
     dev = None
     if c.grid_values is not None:
         dpv, dev = _value_grads(dout, p, c.grid_values, geom)
         dp.view(B, H, nt, *T, *L).add_(dpv)
     rows = (dout * out).sum(-1, keepdim=True)
-    if dlse is not None: rows = rows - dlse[..., None]  # d lse / d a = p: the same form as the softmax's own term
+    if dlse is not None:
+        rows = rows - dlse[..., None]  # d lse / d a = p: the same form as the softmax's own term
     da = dp.sub_(rows).mul_(p)  # softmax backward
     db = da.sum_to_size(c.pair_bias.shape) if c.pair_bias is not None and 'pair_bias' in need else None
     dg = None
     if c.pair_factor is not None:
-        if 'pair_factor' in need:  # raw * da in scratch buffer SCORES, which holds the raw scores when they were recomputed
-            if raw is None: raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, Buffer.SCORES)
+        if (
+            'pair_factor' in need
+        ):  # raw * da in scratch buffer SCORES, which holds the raw scores when they were recomputed
+            if raw is None:
+                raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, Buffer.SCORES)
             dg = torch.mul(raw, da, out=scratch(Buffer.SCORES, da.shape, da)).sum_to_size(c.pair_factor.shape)
         da.mul_(c.pair_factor)
-    if shared: dqu, dkeys = _narrow(flat(da), c.keys).reshape(c.q_content.shape), None; _add_narrow(sums[0], flat(da).transpose(-2, -1), flat(c.q_content))
-    else: dqu, dkeys = _narrow(da, c.keys), _narrow(da.transpose(-2, -1), c.q_content)
+    if shared:
+        dqu, dkeys = _narrow(flat(da), c.keys).reshape(c.q_content.shape), None
+        _add_narrow(sums[0], flat(da).transpose(-2, -1), flat(c.q_content))
+    else:
+        dqu, dkeys = _narrow(da, c.keys), _narrow(da.transpose(-2, -1), c.q_content)
     df = None
     if c.pair_keys is not None:
         dkf, df = _key_grads(da, c.keys, c.pair_keys)
-        if shared: sums[0].mT.add_(dkf)
-        else: dkeys = dkeys + dkf
+        if shared:
+            sums[0].mT.add_(dkf)
+        else:
+            dkeys = dkeys + dkf
     dqv = de = None
     if c.q_position is not None:
         dqv, de = _offset_grads(da.view(B, H, nt, *T, *L), c.q_position, c.grid_encodings, geom)
-    return Chunk(q_content=dqu, q_position=dqv, keys=dkeys, values=dvals, grid_encodings=de, pair_factor=dg,
-                  pair_keys=df, pair_bias=db, grid_values=dev)
+    return Chunk(
+        q_content=dqu,
+        q_position=dqv,
+        keys=dkeys,
+        values=dvals,
+        grid_encodings=de,
+        pair_factor=dg,
+        pair_keys=df,
+        pair_bias=db,
+        grid_values=dev,
+    )
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #0a9fb755
 def _offset_grads(da: Tensor, qv: Tensor, e: Tensor, geom: SkewGeometry) -> tuple[Tensor, Tensor]:
@@ -197,34 +275,44 @@ def _offset_grads(da: Tensor, qv: Tensor, e: Tensor, geom: SkewGeometry) -> tupl
     dr = unskew(da, *geom, lambda shape: scratch(Buffer.OFFSETS, shape, da))  # [B, H, tiles, T^n, C^n]
     if e.shape[1] == 1 and dr.is_contiguous():  # one grid, dr laid out [B, H, ...]: one product over all rows
         return _narrow(flat(dr), e[:, 0].mT).view(qv.shape), torch.einsum('bhqd,bhqc->hdc', flat(qv), flat(dr))[:, None]
-    rows = _grid_rows(dr, e.shape[1])  # laid out [H, nt, B, T^n, C^n]: per head, a product per grid over its rows, a view
+    rows = _grid_rows(
+        dr, e.shape[1]
+    )  # laid out [H, nt, B, T^n, C^n]: per head, a product per grid over its rows, a view
     return _rows_back(_narrow(rows, e.mT), B, nt, nq), _grid_rows(qv, e.shape[1]).mT @ rows
 
-
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #d6f75bcb
-def _key_scores(kb: Tensor, # halos [B, H, nt, L^n, d_H] or all keys [B, H, N, d_H]
-                f: Tensor # F per pair: [H, 1, T^n, L^n, d_H] (every tile) or [H, nt, T^n, N, d_H] (per tile)
-               ) -> Tensor: # [B, H, nt, T^n, L^n]
+def _key_scores(
+    kb: Tensor,  # halos [B, H, nt, L^n, d_H] or all keys [B, H, N, d_H]
+    f: Tensor,  # F per pair: [H, 1, T^n, L^n, d_H] (every tile) or [H, nt, T^n, N, d_H] (per tile)
+) -> Tensor:  # [B, H, nt, T^n, L^n]
     "The key slot's scores k_a . F[b, a] of every (query b, key a) pair of a chunk."
-    if kb.dim() == 4: return torch.einsum('bhad,htqad->bhtqa', kb, f)
+    if kb.dim() == 4:
+        return torch.einsum('bhad,htqad->bhtqa', kb, f)
     return torch.einsum('bhtad,hqad->bhtqa', kb, f[:, 0])
+
 
 def _key_grads(da: Tensor, kb: Tensor, f: Tensor) -> tuple[Tensor, Tensor]:
     "Gradients of `_key_scores` for the keys and for F, given the scores' gradient `da`."
-    if kb.dim() == 4: return torch.einsum('bhtqa,htqad->bhad', da, f), torch.einsum('bhtqa,bhad->htqad', da, kb)
+    if kb.dim() == 4:
+        return torch.einsum('bhtqa,htqad->bhad', da, f), torch.einsum('bhtqa,bhad->htqad', da, kb)
     return torch.einsum('bhtqa,hqad->bhtad', da, f[:, 0]), torch.einsum('bhtqa,bhtad->hqad', da, kb)[:, None]
 
-def _value_term(p: Tensor, # softmax weights [B, H, nt, T^n, L^n], zero outside the window
-                ev: Tensor, # V over the offsets: [H, 1, C^n, d_H] (every tile) or [H, nt, C^n, d_H] (per tile)
-                geom) -> Tensor: # [B, H, nt, T^n, d_H]
+
+def _value_term(
+    p: Tensor,  # softmax weights [B, H, nt, T^n, L^n], zero outside the window
+    ev: Tensor,  # V over the offsets: [H, 1, C^n, d_H] (every tile) or [H, nt, C^n, d_H] (per tile)
+    geom,
+) -> Tensor:  # [B, H, nt, T^n, d_H]
     "The value slot: sum over keys of the weight times V at the key's offset (weights moved to offsets by the unskew)."
     T, C, L, base = geom
     B, H, nt, nq = p.shape[:4]
     rp = unskew(p.view(B, H, nt, *T, *L), T, C, L, base)  # [B, H, nt, T^n, C^n]: the weight of each offset
-    if ev.shape[1] == 1: return (rp.reshape(B, H, nt * nq, -1) @ ev[:, 0]).view(B, H, nt, nq, -1)
+    if ev.shape[1] == 1:
+        return (rp.reshape(B, H, nt * nq, -1) @ ev[:, 0]).view(B, H, nt, nq, -1)
     return torch.einsum('bhtqc,htcd->bhtqd', rp, ev)
 
-def _in_grid(T, C, L, base, device) -> Tensor: # bool [*T, *L]
+
+def _in_grid(T, C, L, base, device) -> Tensor:  # bool [*T, *L]
     "True where key a of query b has an offset on the grid (0 <= a - b + base < C): the skew's other reads alias."
     n, ok = len(T), torch.ones((1,) * 2 * len(T), dtype=torch.bool, device=device)
     for k, (tk, c, l, b0) in enumerate(zip(T, C, L, base)):
@@ -233,6 +321,7 @@ def _in_grid(T, C, L, base, device) -> Tensor: # bool [*T, *L]
         shape[k], shape[n + k] = tk, l
         ok = ok & ((o >= 0) & (o < c)).view(shape)
     return ok
+
 
 def _value_grads(dout: Tensor, p: Tensor, ev: Tensor, geom) -> tuple[Tensor, Tensor]:
     "Gradients of `_value_term` for the weights ([B, H, nt, *T, *L], zero where the skew aliases) and for V."

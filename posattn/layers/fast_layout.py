@@ -22,7 +22,8 @@ def _pad_grid(x: Tensor, pads) -> Tensor:
     "Zero-pad the structure dimensions of x [B, H, *S, d] by (before, after) per dimension."
     return F.pad(x, [0, 0] + [p for lo_hi in reversed(pads) for p in lo_hi])
 
-def query_tiles(x: Tensor, S, plan: FastPlan) -> Tensor: # [B, H, tiles, T^n, d]
+
+def query_tiles(x: Tensor, S, plan: FastPlan) -> Tensor:  # [B, H, tiles, T^n, d]
     "Cut x [B, H, N, d] into tiles of T queries per dimension (zero rows past the edge)."
     B, H, _, d = x.shape
     n, T, nt = len(S), plan.tile, plan.tiles
@@ -31,7 +32,8 @@ def query_tiles(x: Tensor, S, plan: FastPlan) -> Tensor: # [B, H, tiles, T^n, d]
     x = x.permute(0, 1, *range(2, 2 + 2 * n, 2), *range(3, 3 + 2 * n, 2), 2 + 2 * n)
     return x.reshape(B, H, math.prod(nt), math.prod(T), d)
 
-def untile(y: Tensor, S, plan: FastPlan) -> Tensor: # [B, H, N, d]
+
+def untile(y: Tensor, S, plan: FastPlan) -> Tensor:  # [B, H, N, d]
     "Inverse of `query_tiles`: [B, H, tiles, T^n, d] back to [B, H, N, d], padded rows dropped."
     B, H, _, _, d = y.shape
     n, T, nt = len(S), plan.tile, plan.tiles
@@ -39,17 +41,21 @@ def untile(y: Tensor, S, plan: FastPlan) -> Tensor: # [B, H, N, d]
     y = y.reshape(B, H, *[m * t for m, t in zip(nt, T)], d)[(slice(None),) * 2 + tuple(slice(0, s) for s in S)]
     return y.reshape(B, H, math.prod(S), d)
 
-def _key_halos(x: Tensor, S, plan: FastPlan) -> Tensor: # [B, H, tiles, L^n, d]
+
+def _key_halos(x: Tensor, S, plan: FastPlan) -> Tensor:  # [B, H, tiles, L^n, d]
     "The L keys around every tile of queries: x [B, H, N, d] zero-padded by the reach and unfolded."
     B, H, _, d = x.shape
     pads = [(p, (m - 1) * t + l - p - s) for s, t, m, l, p in zip(S, plan.tile, plan.tiles, plan.halo, plan.pad)]
     x = _pad_grid(x.view(B, H, *S, d), pads)
-    for k, (t, l) in enumerate(zip(plan.tile, plan.halo)): x = x.unfold(2 + k, l, t)  # [B, H, *tiles, d, *L]
+    for k, (t, l) in enumerate(zip(plan.tile, plan.halo)):
+        x = x.unfold(2 + k, l, t)  # [B, H, *tiles, d, *L]
     return x.movedim(2 + len(S), -1).reshape(B, H, math.prod(plan.tiles), math.prod(plan.halo), d)
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #156e745b
-def _fold_halos(g: Tensor, # halo gradients [B, H, tiles, L^n, d]
-                plan: FastPlan) -> Tensor: # [B, H, *P, d], P = (tiles - 1) T + L per dimension
+def _fold_halos(
+    g: Tensor,  # halo gradients [B, H, tiles, L^n, d]
+    plan: FastPlan,
+) -> Tensor:  # [B, H, *P, d], P = (tiles - 1) T + L per dimension
     "The adjoint of the unfolding in `_key_halos`: every halo entry added back onto its place in the padded grid."
     B, H, _, _, d = g.shape
     n = len(plan.tile)
@@ -60,12 +66,14 @@ def _fold_halos(g: Tensor, # halo gradients [B, H, tiles, L^n, d]
         y = x.new_zeros(*x.shape[:-3], (m + runs - 1) * t, d)
         for j in range(runs):
             w = min(t, l - j * t)
-            y[..., j * t:(j + m) * t, :].unflatten(-2, (m, t))[..., :w, :] += x[..., j * t:j * t + w, :]
-        x = y[..., :(m - 1) * t + l, :]
+            y[..., j * t : (j + m) * t, :].unflatten(-2, (m, t))[..., :w, :] += x[..., j * t : j * t + w, :]
+        x = y[..., : (m - 1) * t + l, :]
     return x
+
 
 class _Halos(torch.autograd.Function):
     "`_key_halos` with a backward that folds the halo gradients by strided additions."
+
     @staticmethod
     def forward(ctx, x, S, plan):
         ctx.S, ctx.plan = S, plan
@@ -78,63 +86,98 @@ class _Halos(torch.autograd.Function):
         return y.reshape(*g.shape[:2], math.prod(S), g.shape[-1]), None, None
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #a8c11043
-def skew(r: Tensor, # [..., T^n, C^n] scores of queries against a grid of offsets
-          T, C, L, base) -> Tensor: # [..., *T, *L]
+def skew(
+    r: Tensor,  # [..., T^n, C^n] scores of queries against a grid of offsets
+    T,
+    C,
+    L,
+    base,
+) -> Tensor:  # [..., *T, *L]
     "Move each score to its key: out[..., b, a] = r[..., b, a - b + base], a strided view of `r`."
     n = len(T)
     r = r.unflatten(-1, C).unflatten(-1 - n, T)
-    st, sc = r.stride()[-2 * n:-n], r.stride()[-n:]
-    if any(a < c for a, c in zip(st, sc)): r = r.contiguous(); st, sc = r.stride()[-2 * n:-n], r.stride()[-n:]
-    return r.as_strided((*r.shape[:-2 * n], *T, *L), (*r.stride()[:-2 * n], *(a - c for a, c in zip(st, sc)), *sc),
-                        r.storage_offset() + sum(b * c for b, c in zip(base, sc)))
+    st, sc = r.stride()[-2 * n : -n], r.stride()[-n:]
+    if any(a < c for a, c in zip(st, sc)):
+        r = r.contiguous()
+        st, sc = r.stride()[-2 * n : -n], r.stride()[-n:]
+    return r.as_strided(
+        (*r.shape[: -2 * n], *T, *L),
+        (*r.stride()[: -2 * n], *(a - c for a, c in zip(st, sc)), *sc),
+        r.storage_offset() + sum(b * c for b, c in zip(base, sc)),
+    )
 
-def unskew(da: Tensor, # [B, H, t, *T, *L] gradients at the keys
-            T, C, L, base,
-            alloc: Callable[[tuple], Tensor] | None = None # a buffer of the given shape to write into (scratch); None: a new tensor
-           ) -> Tensor: # [B, H, t, T^n, C^n]
+
+def unskew(
+    da: Tensor,  # [B, H, t, *T, *L] gradients at the keys
+    T,
+    C,
+    L,
+    base,
+    alloc: Callable[[tuple], Tensor]
+    | None = None,  # a buffer of the given shape to write into (scratch); None: a new tensor
+) -> Tensor:  # [B, H, t, T^n, C^n]
     "The adjoint of `skew`: out[..., b, c] = da[..., b, c + b - base], zero where no key has that offset."
     n = len(T)
     if all(c >= l + t - 1 for t, c, l in zip(T, C, L)):  # the view does not overlap: scatter into zeros
         B, H, nt = da.shape[:3]  # laid out [H, tiles, B, ...] for the per-tile products that follow
         shape = (H, nt, B, math.prod(T), math.prod(C))
-        out = (torch.empty(shape, dtype=da.dtype, device=da.device) if alloc is None else alloc(shape)).zero_().permute(2, 0, 1, 3, 4)
+        out = (
+            (torch.empty(shape, dtype=da.dtype, device=da.device) if alloc is None else alloc(shape))
+            .zero_()
+            .permute(2, 0, 1, 3, 4)
+        )
         skew(out, T, C, L, base).copy_(da)
         return out
     hi = [max(0, c + t - 2 - b - (l - 1)) for t, c, l, b in zip(T, C, L, base)]
     da = F.pad(da, [p for k in reversed(range(n)) for p in (base[k], hi[k])])
-    st, sl = da.stride()[-2 * n:-n], da.stride()[-n:]
-    out = da.as_strided((*da.shape[:-2 * n], *T, *C), (*da.stride()[:-2 * n], *(a + b for a, b in zip(st, sl)), *sl),
-                        da.storage_offset())
-    return out.reshape(*out.shape[:-2 * n], math.prod(T), math.prod(C))
+    st, sl = da.stride()[-2 * n : -n], da.stride()[-n:]
+    out = da.as_strided(
+        (*da.shape[: -2 * n], *T, *C),
+        (*da.stride()[: -2 * n], *(a + b for a, b in zip(st, sl)), *sl),
+        da.storage_offset(),
+    )
+    return out.reshape(*out.shape[: -2 * n], math.prod(T), math.prod(C))
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #31db9a1d
 class SkewGeometry(NamedTuple):
     "Where the skew reads, per dimension: queries per tile, offsets per tile's grid, keys per query's row, the grid's offset of key 0 from query 0."
-    tile: tuple[int, ...] # T
-    grid: tuple[int, ...] # C
-    keys: tuple[int, ...] # L
+
+    tile: tuple[int, ...]  # T
+    grid: tuple[int, ...]  # C
+    keys: tuple[int, ...]  # L
     base: tuple[int, ...]
+
 
 class Chunk(NamedTuple):
     "The tensors of a call, of one chunk of it, or their gradients, by what they hold; None: a field the call does not use."
-    q_content: Tensor | None = None       # (q + u) / sqrt(d_H) in tiles [B, H, tiles, T^n, d_H]
-    q_position: Tensor | None = None      # (q + v) / sqrt(d_H) likewise
-    keys: Tensor | None = None            # halos [B, H, tiles, L^n, d_H] (window mode) or all keys [B, H, N, d_H] (dense mode)
-    values: Tensor | None = None          # the values, as the keys
-    grid_encodings: Tensor | None = None  # E over the grid of offsets: one grid [H, 1, d_H, C^n] or one per tile [H, tiles, d_H, C^n]
-    pair_factor: Tensor | None = None     # the Gaussian (or factor) per (query, key) pair: [T^n, L^n] for every tile, or per tile; per head [H, ...]
-    valid: Tensor | None = None           # the mask per pair [tiles, T^n, L^n or N] (bool)
-    mask_bias: Tensor | None = None       # the same mask as a table to add: 0 inside, -inf outside (None with `valid`)
-    pair_keys: Tensor | None = None       # the key slot's F per pair [H, 1 or tiles, T^n, L^n or N, d_H]
-    pair_bias: Tensor | None = None       # the bias per pair, as pair_factor
-    grid_values: Tensor | None = None     # the value slot's V over the offsets [H, 1 or tiles, C^n, d_H]
-    grid_index: Tensor | None = None      # dense mode: each tile's grid as rows of the one grid_encodings [H, R^n + 1, d_H] (long [tiles, C^n])
+
+    q_content: Tensor | None = None  # (q + u) / sqrt(d_H) in tiles [B, H, tiles, T^n, d_H]
+    q_position: Tensor | None = None  # (q + v) / sqrt(d_H) likewise
+    keys: Tensor | None = None  # halos [B, H, tiles, L^n, d_H] (window mode) or all keys [B, H, N, d_H] (dense mode)
+    values: Tensor | None = None  # the values, as the keys
+    grid_encodings: Tensor | None = (
+        None  # E over the grid of offsets: one grid [H, 1, d_H, C^n] or one per tile [H, tiles, d_H, C^n]
+    )
+    pair_factor: Tensor | None = (
+        None  # the Gaussian (or factor) per (query, key) pair: [T^n, L^n] for every tile, or per tile; per head [H, ...]
+    )
+    valid: Tensor | None = None  # the mask per pair [tiles, T^n, L^n or N] (bool)
+    mask_bias: Tensor | None = None  # the same mask as a table to add: 0 inside, -inf outside (None with `valid`)
+    pair_keys: Tensor | None = None  # the key slot's F per pair [H, 1 or tiles, T^n, L^n or N, d_H]
+    pair_bias: Tensor | None = None  # the bias per pair, as pair_factor
+    grid_values: Tensor | None = None  # the value slot's V over the offsets [H, 1 or tiles, C^n, d_H]
+    grid_index: Tensor | None = (
+        None  # dense mode: each tile's grid as rows of the one grid_encodings [H, R^n + 1, d_H] (long [tiles, C^n])
+    )
+
 
 class Tables(NamedTuple):
     "What a mode prepares once per call for its chunks."
-    x: Chunk               # the call's tensors (queries to come)
-    axes: dict[str, int]    # the tile dimension of each field cut per tile; a field not named is shared by the tiles
+
+    x: Chunk  # the call's tensors (queries to come)
+    axes: dict[str, int]  # the tile dimension of each field cut per tile; a field not named is shared by the tiles
     geom: SkewGeometry
+
 
 def chunk_slices(x: Chunk, axes: dict[str, int], step: int, tiles: int):
     "Per run of `step` tiles: its first tile, its length and `x` cut along the tile dimension of each field in `axes`."
@@ -143,15 +186,19 @@ def chunk_slices(x: Chunk, axes: dict[str, int], step: int, tiles: int):
         n = min(step, tiles - s)
         yield s, n, x._replace(**{f: getattr(x, f).narrow(axes[f], s, n) for f in cut})
 
-
 # %% ../../nbs/21c_layers.fast_layout.ipynb #7a75198a
 def _window_geometry(S, span_size, plan: FastPlan, device):
     "Offsets [*T, *L, n] from tile queries to halo keys (every tile), and validity [tiles, T^n, L^n] or None."
     n = len(S)
     ar = lambda m: torch.arange(m, device=device)
     off = [ar(l)[None, :] - ar(t)[:, None] - p for t, l, p in zip(plan.tile, plan.halo, plan.pad)]  # [T, L] per dim
-    offsets = torch.stack([o.view([1] * k + [t] + [1] * (n - 1) + [l] + [1] * (n - 1 - k)).expand(*plan.tile, *plan.halo)
-                           for k, (o, t, l) in enumerate(zip(off, plan.tile, plan.halo))], -1)
+    offsets = torch.stack(
+        [
+            o.view([1] * k + [t] + [1] * (n - 1) + [l] + [1] * (n - 1 - k)).expand(*plan.tile, *plan.halo)
+            for k, (o, t, l) in enumerate(zip(off, plan.tile, plan.halo))
+        ],
+        -1,
+    )
     valid = torch.ones((1,) * 3 * n, dtype=torch.bool, device=device)
     for k, (o, s, t, m, l, p, w) in enumerate(zip(off, S, plan.tile, plan.tiles, plan.halo, plan.pad, span_size)):
         start = ar(m)[:, None, None] * t  # first query of each tile [tiles, 1, 1]
@@ -165,18 +212,23 @@ def _window_geometry(S, span_size, plan: FastPlan, device):
     return offsets, (None if valid.all() else valid)
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #cb89f315
-def _tile_grids(x: Tensor, # a relative grid [*R, *features]
-                S, plan: FastPlan) -> Tensor: # [tiles, *features, M^n]
+def _tile_grids(
+    x: Tensor,  # a relative grid [*R, *features]
+    S,
+    plan: FastPlan,
+) -> Tensor:  # [tiles, *features, M^n]
     "For each tile of queries, the M = S + T - 1 offsets per dimension it meets, cut from the relative grid `x`."
     n = len(S)
     f = x.dim() - n
     x = x.permute(*range(n, n + f), *range(n))  # [*features, *R]
     x = F.pad(x, [p for s, t, m in reversed(list(zip(S, plan.tile, plan.tiles))) for p in (m * t - s, 0)])
-    for k, (s, t) in enumerate(zip(S, plan.tile)): x = x.unfold(f + k, s + t - 1, t)  # [*features, *tiles, *M]
+    for k, (s, t) in enumerate(zip(S, plan.tile)):
+        x = x.unfold(f + k, s + t - 1, t)  # [*features, *tiles, *M]
     x = x.flip(list(range(f, f + n))).permute(*range(f, f + n), *range(f), *range(f + n, f + 2 * n))
-    return x.reshape(math.prod(plan.tiles), *x.shape[n:n + f], -1)
+    return x.reshape(math.prod(plan.tiles), *x.shape[n : n + f], -1)
 
-def _padded_rows(S, plan: FastPlan, device) -> Tensor: # bool [tiles, T^n]
+
+def _padded_rows(S, plan: FastPlan, device) -> Tensor:  # bool [tiles, T^n]
     "True for the query rows of each tile that lie past the edge of the structure."
     n = len(S)
     rows = [torch.arange(m * t, device=device).view(m, t) >= s for s, t, m in zip(S, plan.tile, plan.tiles)]
@@ -188,18 +240,25 @@ def _padded_rows(S, plan: FastPlan, device) -> Tensor: # bool [tiles, T^n]
     return out.expand(*plan.tiles, *plan.tile).reshape(math.prod(plan.tiles), -1)
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #d65d896c
-def _pair_table(fn, offsets: Tensor, nq: int) -> Tensor | None: # [T^n, L^n] or [H, 1, T^n, L^n]
+def _pair_table(fn, offsets: Tensor, nq: int) -> Tensor | None:  # [T^n, L^n] or [H, 1, T^n, L^n]
     "A factor or bias at the window's (query, key) pairs: shared by the heads, or per head as [H, 1, ...]."
-    if fn is None: return None
+    if fn is None:
+        return None
     x = fn(offsets)
-    if x.dim() < offsets.dim(): return x.reshape(nq, -1)
+    if x.dim() < offsets.dim():
+        return x.reshape(nq, -1)
     return x.reshape(nq, -1, x.shape[-1]).permute(2, 0, 1)[:, None]
 
-_window_layout = functools.lru_cache(maxsize=64)(_window_geometry)  # shapes in, constants out: once per (S, W, plan, device)
+
+_window_layout = functools.lru_cache(maxsize=64)(
+    _window_geometry
+)  # shapes in, constants out: once per (S, W, plan, device)
+
 
 def additive_mask(valid: Tensor, dtype: torch.dtype) -> Tensor:
     "The mask `valid` as a table to add to the scores: 0 inside, -inf outside."
     return torch.zeros(valid.shape, dtype=dtype, device=valid.device).masked_fill_(~valid, float('-inf'))
+
 
 @functools.lru_cache(maxsize=64)  # like the masks themselves: the table is built once, not once per chunk of every call
 def _mask_bias(layout, S: tuple, W: tuple, plan: FastPlan, device, dtype) -> Tensor | None:
@@ -207,7 +266,8 @@ def _mask_bias(layout, S: tuple, W: tuple, plan: FastPlan, device, dtype) -> Ten
     valid = layout(S, W, plan, device)[-1]
     return None if valid is None else additive_mask(valid, dtype)
 
-def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.) -> Tables:
+
+def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.0) -> Tables:
     "The chunks' tables in window mode: halos, the window's encodings and pair tables (one for every tile), the masks per tile."
     dev, (B, H, N, d) = k.device, k.shape
     tiled = [t < s for t, s in zip(plan.tile, S)]
@@ -220,13 +280,21 @@ def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms,
     offsets = offsets.clone()  # the cached grid is shared by every call: the encodings get a copy of their own
     g, b = _pair_table(terms.factor, offsets, nq), _pair_table(terms.bias, offsets, nq)  # every tile
     f = None
-    if terms.key: f = (terms.key(offsets).reshape(nq, -1, H, d) * scale).permute(2, 0, 1, 3)[:, None]  # [H, 1, T^n, L^n, d]
-    x = Chunk(keys=_Halos.apply(k, S, plan), values=_Halos.apply(value, S, plan), grid_encodings=e, pair_factor=g,
-               valid=valid, mask_bias=_mask_bias(_window_layout, tuple(S), tuple(W), plan, dev, k.dtype),
-               pair_keys=f, pair_bias=b, grid_values=ev)
+    if terms.key:
+        f = (terms.key(offsets).reshape(nq, -1, H, d) * scale).permute(2, 0, 1, 3)[:, None]  # [H, 1, T^n, L^n, d]
+    x = Chunk(
+        keys=_Halos.apply(k, S, plan),
+        values=_Halos.apply(value, S, plan),
+        grid_encodings=e,
+        pair_factor=g,
+        valid=valid,
+        mask_bias=_mask_bias(_window_layout, tuple(S), tuple(W), plan, dev, k.dtype),
+        pair_keys=f,
+        pair_bias=b,
+        grid_values=ev,
+    )
     axes = dict(q_content=2, q_position=2, keys=2, values=2, valid=0, mask_bias=0)
     return Tables(x, axes, SkewGeometry(plan.tile, C, plan.halo, base))
-
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #4a6f9844
 @functools.lru_cache(maxsize=64)  # shapes in, constants out: once per (S, W, plan, device)
@@ -236,47 +304,76 @@ def _dense_layout(S: tuple, W: tuple, plan: FastPlan, device) -> tuple[Tensor, T
     offsets = relative_offsets(relative_size(S), device)  # [*R, n]
     nq = math.prod(plan.tile)
     idx = skew(torch.arange(math.prod(C), device=device).repeat(nq, 1), plan.tile, C, S, base).reshape(nq, -1)
-    if all(w >= r for w, r in zip(W, relative_size(S))): return offsets, idx, None
+    if all(w >= r for w, r in zip(W, relative_size(S))):
+        return offsets, idx, None
     inside = _tile_grids((offsets.abs() <= torch.tensor(W, device=device) // 2).all(-1), S, plan)
     return offsets, idx, inside[:, idx] | _padded_rows(S, plan, device)[:, :, None]
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #fff70032
 @functools.lru_cache(maxsize=64)  # shapes in, constants out: once per (S, plan, device)
-def _grid_index(S: tuple, plan: FastPlan, device) -> Tensor: # long [tiles, C^n]
+def _grid_index(S: tuple, plan: FastPlan, device) -> Tensor:  # long [tiles, C^n]
     "Each tile's grid of offsets as rows of the flattened relative grid; the padding past its edge as row prod(R), a row of zeros."
     n = math.prod(relative_size(S))
-    rows = _tile_grids(torch.arange(1, n + 1, device=device).view(relative_size(S)), S, plan) - 1  # the padding, 0, becomes -1
+    rows = (
+        _tile_grids(torch.arange(1, n + 1, device=device).view(relative_size(S)), S, plan) - 1
+    )  # the padding, 0, becomes -1
     return rows.masked_fill_(rows < 0, n)
+
 
 def tile_grids(c: Chunk) -> Chunk:
     "`c` with its tiles' encodings [H, nt, d_H, C^n] gathered from the one grid by `grid_index` (dense mode); `c` itself otherwise."
-    if c.grid_index is None or c.grid_encodings is None: return c
+    if c.grid_index is None or c.grid_encodings is None:
+        return c
     return c._replace(grid_encodings=c.grid_encodings[:, c.grid_index].mT)  # a copy of this chunk's grids only
 
-def fold_grids(acc: Tensor, # the one grid's gradient [H, R^n + 1, d_H], added to in place
-               de: Tensor, # the gradient of a chunk's grids [H, nt, d_H, C^n]
-               index: Tensor) -> Tensor: # that chunk's grid_index [nt, C^n]
+
+def fold_grids(
+    acc: Tensor,  # the one grid's gradient [H, R^n + 1, d_H], added to in place
+    de: Tensor,  # the gradient of a chunk's grids [H, nt, d_H, C^n]
+    index: Tensor,
+) -> Tensor:  # that chunk's grid_index [nt, C^n]
     "The adjoint of `tile_grids`: each tile's gradient added into the rows of the one grid it was gathered from."
     return acc.index_add_(1, index.flatten(), de.mT.reshape(acc.shape[0], -1, acc.shape[-1]))
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #3b6f38c3
-def dense_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.) -> Tables:
+def dense_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.0) -> Tables:
     "The chunks' tables in dense mode: all keys, the one grid of encodings and its rows per tile, pair tables and masks per tile."
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
     offsets, idx, mask = _dense_layout(tuple(S), tuple(W), plan, k.device)
-    k, value = k.contiguous(), value.contiguous()  # every chunk's products read them: one copy here, not one per product
+    k, value = (
+        k.contiguous(),
+        value.contiguous(),
+    )  # every chunk's products read them: one copy here, not one per product
     offsets = offsets.clone()  # the cached grid is shared by every call: the encodings get a copy of their own
     cut = lambda fn: None if fn is None else _tile_grids(fn(offsets), S, plan)  # [tiles, *features, M^n]
-    pairs = lambda c: None if c is None else c[..., idx] if c.dim() == 2 else c[..., idx].transpose(0, 1)  # [tiles, nq, N] or [H, tiles, nq, N]
+    pairs = lambda c: (
+        None if c is None else c[..., idx] if c.dim() == 2 else c[..., idx].transpose(0, 1)
+    )  # [tiles, nq, N] or [H, tiles, nq, N]
     full = None if terms.query is None else terms.query(offsets)  # [*R, H, d_H]: every offset once
-    e = None if full is None else F.pad(full.flatten(0, -3).transpose(0, 1), (0, 0, 0, 1))  # [H, R^n + 1, d_H]: a zero row to pad
+    e = (
+        None if full is None else F.pad(full.flatten(0, -3).transpose(0, 1), (0, 0, 0, 1))
+    )  # [H, R^n + 1, d_H]: a zero row to pad
     rows = None if full is None else _grid_index(tuple(S), plan, k.device)
     ev, fk = cut(terms.value), cut(terms.key)
     ev = None if ev is None else ev.permute(1, 0, 3, 2).contiguous()  # [H, tiles, C^n, d_H]
     f = None if fk is None else fk[..., idx].permute(1, 0, 3, 4, 2) * scale  # [H, tiles, T^n, N, d_H]
     g, b = pairs(cut(terms.factor)), pairs(cut(terms.bias))
-    x = Chunk(keys=k, values=value, grid_encodings=e, pair_factor=g, valid=mask, pair_keys=f, pair_bias=b, grid_values=ev,
-              mask_bias=_mask_bias(_dense_layout, tuple(S), tuple(W), plan, k.device, k.dtype), grid_index=rows)
-    axes = dict(q_content=2, q_position=2, grid_index=0, valid=0, mask_bias=0, pair_keys=1, grid_values=1)  # keys, values, the grid: shared
-    axes.update({name: t.dim() - 3 for name, t in (('pair_factor', g), ('pair_bias', b)) if t is not None})  # [H, tiles, ...] or [tiles, ...]
+    x = Chunk(
+        keys=k,
+        values=value,
+        grid_encodings=e,
+        pair_factor=g,
+        valid=mask,
+        pair_keys=f,
+        pair_bias=b,
+        grid_values=ev,
+        mask_bias=_mask_bias(_dense_layout, tuple(S), tuple(W), plan, k.device, k.dtype),
+        grid_index=rows,
+    )
+    axes = dict(
+        q_content=2, q_position=2, grid_index=0, valid=0, mask_bias=0, pair_keys=1, grid_values=1
+    )  # keys, values, the grid: shared
+    axes.update(
+        {name: t.dim() - 3 for name, t in (('pair_factor', g), ('pair_bias', b)) if t is not None}
+    )  # [H, tiles, ...] or [tiles, ...]
     return Tables(x, axes, SkewGeometry(plan.tile, C, S, base))

@@ -16,28 +16,46 @@ from ..core.checks import check_int
 @dataclasses.dataclass(frozen=True)
 class FastOptions:
     "The memory-for-time choices of `attend_fast` and its plan's cost model; set them for a block of code with `fast_options`."
-    recompute: bool | None = None  # backward: True recomputes each chunk's weights, False keeps them, None keeps them up to keep_bytes
-    keep_bytes: int = 2 ** 24  # None's limit on the CPU: a call's softmax weights kept up to 16 MB
-    gpu_keep_bytes: int = 2 ** 31  # None's limit on a GPU: 2 GB
-    budget: int = 2 ** 20  # scores per chunk on the CPU (batch x heads x queries x keys): scratch buffers in cache
-    gpu_budget: int = 2 ** 27  # scores per chunk on a GPU: few large chunks (each is dozens of kernel launches)
+
+    recompute: bool | None = (
+        None  # backward: True recomputes each chunk's weights, False keeps them, None keeps them up to keep_bytes
+    )
+    keep_bytes: int = 2**24  # None's limit on the CPU: a call's softmax weights kept up to 16 MB
+    gpu_keep_bytes: int = 2**31  # None's limit on a GPU: 2 GB
+    budget: int = 2**20  # scores per chunk on the CPU (batch x heads x queries x keys): scratch buffers in cache
+    gpu_budget: int = 2**27  # scores per chunk on a GPU: few large chunks (each is dozens of kernel launches)
     tiles: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)  # window tile sizes the plan may choose along each dimension
-    scratch_bytes: int = 2 ** 26  # scratch buffers a thread keeps between calls on the CPU: 64 MB
+    scratch_bytes: int = 2**26  # scratch buffers a thread keeps between calls on the CPU: 64 MB
     gpu_scratch_bytes: int = 0  # ... and on a GPU: none (PyTorch's caching allocator hands the memory out again)
-    copy_cost: float = 8.  # the plan's cost model, in scores: one key copied into a halo
-    tile_cost: float = 128.  # ... one tile of a window plan (its share of every batched product's fixed cost)
+    copy_cost: float = 8.0  # the plan's cost model, in scores: one key copied into a halo
+    tile_cost: float = 128.0  # ... one tile of a window plan (its share of every batched product's fixed cost)
     dense_score_cost: float = 0.75  # ... one score of the dense plan in 2-D (few large products, no halos)
-    dense_score_cost_1d: float = 1.  # ... in 1-D, where a window's halos are contiguous runs
+    dense_score_cost_1d: float = 1.0  # ... in 1-D, where a window's halos are contiguous runs
     dense_score_cost_3d: float = 0.55  # ... and in 3-D, where a window's halos are many short runs of keys
-    dense_tiles: tuple[tuple[int, ...], ...] = ((32,), (4, 1), (4, 4))  # dense tiles, preferred first, for their number of dimensions
-    dense_grids: int = 2 ** 12  # most offsets all dense tiles' grids may hold (tiles x C^n) for a preferred tile
+    dense_tiles: tuple[tuple[int, ...], ...] = (
+        (32,),
+        (4, 1),
+        (4, 4),
+    )  # dense tiles, preferred first, for their number of dimensions
+    dense_grids: int = 2**12  # most offsets all dense tiles' grids may hold (tiles x C^n) for a preferred tile
     wide_heads: int = 32  # heads of at least this many features (a ViT's 64) take wide_dense_tiles in dense mode
-    wide_dense_tiles: tuple[tuple[int, ...], ...] = ((7, 7),)  # their dense tiles, about this size per dimension, balanced to pad least
+    wide_dense_tiles: tuple[tuple[int, ...], ...] = (
+        (7, 7),
+    )  # their dense tiles, about this size per dimension, balanced to pad least
 
     def __post_init__(self):
         if self.recompute not in (True, False, None):
             raise ValueError(f"recompute={self.recompute!r} must be True, False or None")
-        for name in ('keep_bytes', 'gpu_keep_bytes', 'budget', 'gpu_budget', 'scratch_bytes', 'gpu_scratch_bytes', 'dense_grids', 'wide_heads'):
+        for name in (
+            'keep_bytes',
+            'gpu_keep_bytes',
+            'budget',
+            'gpu_budget',
+            'scratch_bytes',
+            'gpu_scratch_bytes',
+            'dense_grids',
+            'wide_heads',
+        ):
             check_int(name, getattr(self, name), low=0)
         for name in ('copy_cost', 'tile_cost', 'dense_score_cost', 'dense_score_cost_1d', 'dense_score_cost_3d'):
             x = getattr(self, name)
@@ -52,66 +70,91 @@ class FastOptions:
 # %% ../../nbs/21b_layers.fast_plan.ipynb #628506ab
 _OPTIONS: contextvars.ContextVar[FastOptions] = contextvars.ContextVar('fast_options', default=FastOptions())
 
+
 def current_fast_options() -> FastOptions:
     "The options `attend_fast` uses here and now."
     return _OPTIONS.get()
+
 
 @contextlib.contextmanager
 def fast_options(**changes):
     "Within the block, `attend_fast` uses the current options with `changes` (fields of FastOptions); then the old ones."
     names = [f.name for f in dataclasses.fields(FastOptions)]
     bad = sorted(set(changes) - set(names))
-    if bad: raise ValueError(f"fast_options: {bad} not among the options {names}")
-    if 'tiles' in changes: changes['tiles'] = tuple(changes['tiles'])
-    if 'dense_tiles' in changes: changes['dense_tiles'] = tuple(tuple(t) for t in changes['dense_tiles'])
+    if bad:
+        raise ValueError(f"fast_options: {bad} not among the options {names}")
+    if 'tiles' in changes:
+        changes['tiles'] = tuple(changes['tiles'])
+    if 'dense_tiles' in changes:
+        changes['dense_tiles'] = tuple(tuple(t) for t in changes['dense_tiles'])
     token = _OPTIONS.set(dataclasses.replace(_OPTIONS.get(), **changes))
-    try: yield _OPTIONS.get()
-    finally: _OPTIONS.reset(token)
-
+    try:
+        yield _OPTIONS.get()
+    finally:
+        _OPTIONS.reset(token)
 
 # %% ../../nbs/21b_layers.fast_plan.ipynb #996c738f
 class FastPlan(NamedTuple):
     "How `attend_fast` lays out a call: query tiles, the keys each tile scores, and their padding."
-    mode: str               # 'window': each tile scores its halo of keys; 'dense': each tile scores all keys
-    tile: tuple[int, ...]   # T, queries per tile along each dimension
+
+    mode: str  # 'window': each tile scores its halo of keys; 'dense': each tile scores all keys
+    tile: tuple[int, ...]  # T, queries per tile along each dimension
     tiles: tuple[int, ...]  # tiles along each dimension, ceil(S / T)
-    halo: tuple[int, ...]   # L, keys per tile along each dimension
-    pad: tuple[int, ...]    # keys padded before the structure along each dimension (the reach of tiled dimensions)
+    halo: tuple[int, ...]  # L, keys per tile along each dimension
+    pad: tuple[int, ...]  # keys padded before the structure along each dimension (the reach of tiled dimensions)
     reach: tuple[int, ...]  # h = (SpanSize - 1) / 2, at most S - 1
+
 
 def _window_plan(S, reach, T) -> FastPlan:
     "The window plan with tile T: tiled where T < S (halo T + 2h), one whole tile elsewhere."
     pad = tuple(h if t < s else 0 for t, s, h in zip(T, S, reach))
-    return FastPlan('window', T, tuple(-(-s // t) for s, t in zip(S, T)),
-                    tuple(t + 2 * p for t, p in zip(T, pad)), pad, reach)
+    return FastPlan(
+        'window', T, tuple(-(-s // t) for s, t in zip(S, T)), tuple(t + 2 * p for t, p in zip(T, pad)), pad, reach
+    )
+
 
 def _plan_cost(p: FastPlan, o: FastOptions | None = None) -> float:
     "Work of a plan in scores, by the cost model of `o` (the current options): a window plan's scores, halo copies and tiles; a dense plan's scores."
     o, tiles, keys, queries = o or current_fast_options(), math.prod(p.tiles), math.prod(p.halo), math.prod(p.tile)
-    if p.mode == 'dense': return {1: o.dense_score_cost_1d, 3: o.dense_score_cost_3d}.get(len(p.tile), o.dense_score_cost) * tiles * queries * keys
+    if p.mode == 'dense':
+        return (
+            {1: o.dense_score_cost_1d, 3: o.dense_score_cost_3d}.get(len(p.tile), o.dense_score_cost)
+            * tiles
+            * queries
+            * keys
+        )
     return tiles * (queries * keys + o.copy_cost * keys + o.tile_cost)
 
-
 # %% ../../nbs/21b_layers.fast_plan.ipynb #93976ea5
-def fast_plan(structure_size: Sequence[int], span_size: Sequence[int],
-              head_features: int = 8 # d_H: heads of FastOptions.wide_heads features or more take the wide dense tiles
-             ) -> FastPlan:
+def fast_plan(
+    structure_size: Sequence[int],
+    span_size: Sequence[int],
+    head_features: int = 8,  # d_H: heads of FastOptions.wide_heads features or more take the wide dense tiles
+) -> FastPlan:
     "The tiling `attend_fast` uses for `structure_size` under the window `span_size`: the cheapest window plan, or the dense one where that costs no more."
     o = current_fast_options()
     return _plan(tuple(structure_size), tuple(span_size), o, head_features >= o.wide_heads)
 
-@functools.lru_cache(maxsize=256)  # every layer of every step asks again: the search (hundreds of tiles in 2-D) runs once per key
+
+@functools.lru_cache(
+    maxsize=256
+)  # every layer of every step asks again: the search (hundreds of tiles in 2-D) runs once per key
 def _plan(S: tuple, W: tuple, o: FastOptions, wide: bool = False) -> FastPlan:
     "`fast_plan` for one structure, window, set of options and width of heads."
     reach = tuple(min((w - 1) // 2, s - 1) for w, s in zip(W, S))
     options = [[t for t in o.tiles if t + 2 * h < s] + [s] for s, h in zip(S, reach)]  # s: not tiled
     cost = functools.partial(_plan_cost, o=o)
-    best, dense = min((_window_plan(S, reach, T) for T in itertools.product(*options)), key=cost), _dense_plan(S, reach, o, wide)
+    best, dense = (
+        min((_window_plan(S, reach, T) for T in itertools.product(*options)), key=cost),
+        _dense_plan(S, reach, o, wide),
+    )
     return best if best.tile != S and cost(best) < cost(dense) else dense
+
 
 def _balanced(S, T) -> tuple[int, ...]:
     "A tile of about T per dimension that pads least: round(S / T) tiles (at least one) cover S."
     return tuple(-(-s // max(1, round(s / t))) for s, t in zip(S, T))
+
 
 def _dense_plan(S, reach, o: FastOptions | None = None, wide: bool = False) -> FastPlan:
     "The dense plan: for wide heads the balanced `wide_dense_tiles` of len(S) dimensions; else the first of `dense_tiles` whose grids of offsets fit `dense_grids`, else the last."
@@ -122,11 +165,12 @@ def _dense_plan(S, reach, o: FastOptions | None = None, wide: bool = False) -> F
     for T in [t for t in o.dense_tiles if len(t) == len(S)] or [(2,) * len(S)]:
         T = tuple(min(t, s) for t, s in zip(T, S))
         tiles = tuple(-(-s // t) for s, t in zip(S, T))
-        if math.prod(m * (s + t - 1) for m, s, t in zip(tiles, S, T)) <= o.dense_grids: break
+        if math.prod(m * (s + t - 1) for m, s, t in zip(tiles, S, T)) <= o.dense_grids:
+            break
     return FastPlan('dense', T, tiles, S, (0,) * len(S), reach)
+
 
 def score_count(structure_size: Sequence[int], span_size: Sequence[int]) -> int:
     "Scores `attend_fast` computes per batch element and head: (padded) queries times keys per tile."
     p = fast_plan(structure_size, span_size)
     return math.prod(t * m for t, m in zip(p.tile, p.tiles)) * math.prod(p.halo)
-

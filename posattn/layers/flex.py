@@ -22,8 +22,10 @@ from .table import refusal
 # %% ../../nbs/22a_layers.flex.ipynb #2e00c36e
 def _per_query(table: Tensor | None, N: int) -> Tensor | None:
     "A table over the window's positions, [M] or [M, H], repeated along the N queries: [N, M] or [H, N, M]."
-    if table is None: return None
-    if table.dim() == 1: return table.expand(N, -1).contiguous()
+    if table is None:
+        return None
+    if table.dim() == 1:
+        return table.expand(N, -1).contiguous()
     return table.T[:, None, :].expand(-1, N, -1).contiguous()
 
 # %% ../../nbs/22a_layers.flex.ipynb #c2bb2d45
@@ -31,6 +33,7 @@ def _per_query(table: Tensor | None, N: int) -> Tensor | None:
 def _block_mask(structure_size: tuple, span_size: tuple, device):
     "flex_attention's BlockMask of the window, and the window as a bool [N, N] (for non-finite values)."
     from torch.nn.attention.flex_attention import create_block_mask
+
     N = math.prod(structure_size)
     mask_mod = lambda b, h, i, j: in_window(i, j, structure_size, span_size)
     return create_block_mask(mask_mod, None, None, N, N, device=device), span_mask(span_size, structure_size, device)
@@ -38,50 +41,75 @@ def _block_mask(structure_size: tuple, span_size: tuple, device):
 # %% ../../nbs/22a_layers.flex.ipynb #285602fb
 _compiled = None
 
+
 def _flex(q, k, value, **kwargs) -> Tensor:
     "flex_attention: traced into the caller's graph under torch.compile, eager on the CPU, else compiled once."
     global _compiled
     from torch.nn.attention.flex_attention import flex_attention
-    if torch.compiler.is_compiling(): return flex_attention(q, k, value, **kwargs)
+
+    if torch.compiler.is_compiling():
+        return flex_attention(q, k, value, **kwargs)
     if q.device.type == 'cpu':  # the reference implementation, as intended: no warning that it is unfused
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', message='flex_attention called without torch.compile')
             return flex_attention(q, k, value, **kwargs)
-    if _compiled is None: _compiled = torch.compile(flex_attention, dynamic=False)
+    if _compiled is None:
+        _compiled = torch.compile(flex_attention, dynamic=False)
     return _compiled(q, k, value, **kwargs)
 
+
 def _refuse(why: str | None):
-    if why: raise ValueError(why)
+    if why:
+        raise ValueError(why)
 
 # %% ../../nbs/22a_layers.flex.ipynb #4d740712
-def attend_flex(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
-                u: Tensor, # content bias [H, d_H]
-                v: Tensor | None, # positional bias [H, d_H]; None without a PE
-                structure_size: Sequence[int],
-                span_size: Sequence[int], # the window; RelativeSize means no mask
-                encode: Encode | None = None, gaussian: Gauss | None = None,
-                *, terms: PositionTerms | None = None # the slots of an encoding (VERSION_TABLE['flex'].slots), in place of encode and gaussian
-               ) -> Tensor: # [B, H, N, d_H]
+def attend_flex(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # queries, keys, values [B, H, N, d_H]
+    u: Tensor,  # content bias [H, d_H]
+    v: Tensor | None,  # positional bias [H, d_H]; None without a PE
+    structure_size: Sequence[int],
+    span_size: Sequence[int],  # the window; RelativeSize means no mask
+    encode: Encode | None = None,
+    gaussian: Gauss | None = None,
+    *,
+    terms: PositionTerms
+    | None = None,  # the slots of an encoding (VERSION_TABLE['flex'].slots), in place of encode and gaussian
+) -> Tensor:  # [B, H, N, d_H]
     "Version 1's attention in one flex_attention kernel: the positional term and the Gaussian from tables over the window's offsets."
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     _refuse(refusal('flex', slots=t.slots, dims=len(S)))
     B, H, N, d = q.shape
     scale = t.scale / math.sqrt(d)
     offsets = relative_offsets(W, q.device).reshape(-1, len(S))  # the window's positions [M, n]
-    p = None if t.query is None else torch.einsum(  # [B, H, N, M]
-        'bhnd,mhd->bhnm', (q if v is None else q + v[:, None]) * scale, t.query(offsets).reshape(-1, H, d))
+    p = (
+        None
+        if t.query is None
+        else torch.einsum(  # [B, H, N, M]
+            'bhnd,mhd->bhnm', (q if v is None else q + v[:, None]) * scale, t.query(offsets).reshape(-1, H, d)
+        )
+    )
     g, b = (_per_query(None if f is None else f(offsets), N) for f in (t.factor, t.bias))
-    grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, value, p, g, b) if x is not None)  # the tables tell
+    grad = torch.is_grad_enabled() and any(
+        x.requires_grad for x in (q, k, value, p, g, b) if x is not None
+    )  # the tables tell
     _refuse(refusal('flex', device=q.device, dtype=q.dtype, grad=grad))
+
     def score_mod(score, bi, hi, i, j):
         m = window_position(i, j, S, W)
-        if p is not None: score = score + p[bi, hi, i, m]
-        if g is not None: score = score * (g[i, m] if g.dim() == 2 else g[hi, i, m])
+        if p is not None:
+            score = score + p[bi, hi, i, m]
+        if g is not None:
+            score = score * (g[i, m] if g.dim() == 2 else g[hi, i, m])
         return score if b is None else score + b[hi, i, m]
+
     masked = W != relative_size(S)
     mask, inside = _block_mask(S, W, q.device) if masked else (None, None)
     finite = value.masked_fill(~torch.isfinite(value), 0) if masked else value  # the others are counted below
     pad = [0, (-d) % 16]  # zero features: tensor cores want 16
-    out = _flex(*(F.pad(x, pad) for x in ((q + u[:, None]) * scale, k, finite)), score_mod=score_mod, block_mask=mask, scale=1.)
+    out = _flex(
+        *(F.pad(x, pad) for x in ((q + u[:, None]) * scale, k, finite)), score_mod=score_mod, block_mask=mask, scale=1.0
+    )
     out = out[..., :d]
     return out + nonfinite_part(value, inside).to(out.dtype) if masked else out

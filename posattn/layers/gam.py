@@ -20,31 +20,41 @@ from ..core.checks import check_choice, check_int, check_positive
 from ..core.geometry import check_structure_size
 
 # %% ../../nbs/25_layers.gam.ipynb #e110878e
-def power_feature(u: Tensor, # any shape
-                  n1: float # the power n1 > 0 of Eq. 17
-                 ) -> Tensor: # g(u), same shape, with g(y_r) g(y_t) = f(y_r y_t)
+def power_feature(
+    u: Tensor,  # any shape
+    n1: float,  # the power n1 > 0 of Eq. 17
+) -> Tensor:  # g(u), same shape, with g(y_r) g(y_t) = f(y_r y_t)
     "u**n1 for an integer n1; the odd extension sign(u)|u|**n1 otherwise (gradient 0 at u = 0)."
-    if float(n1).is_integer(): return u ** int(n1)
-    a = u.abs(); nz = a > 0
+    if float(n1).is_integer():
+        return u ** int(n1)
+    a = u.abs()
+    nz = a > 0
     return torch.where(nz, u.sign() * torch.where(nz, a, torch.ones_like(a)) ** n1, torch.zeros_like(u))
 
 # %% ../../nbs/25_layers.gam.ipynb #0af39adc
 DISTANCES = ('manhattan', 'chebyshev')
 
-def grid_coordinates(structure_size: Sequence[int], # S: n sizes
-                     device=None) -> Tensor: # [N, n] integer coordinates, row-major (last dimension fastest)
+
+def grid_coordinates(
+    structure_size: Sequence[int],  # S: n sizes
+    device=None,
+) -> Tensor:  # [N, n] integer coordinates, row-major (last dimension fastest)
     "The coordinates of every token of a structure of size `structure_size`."
     axes = [torch.arange(s, device=device) for s in structure_size]
     return torch.stack(torch.meshgrid(*axes, indexing='ij'), -1).reshape(-1, len(axes))
 
-def relative_counts(structure_size: Sequence[int], # S
-                    distance: str = 'manhattan', # 'manhattan' (L1) or 'chebyshev' (L-infinity)
-                    device=None) -> Tensor: # [N, N] integer counts r[alpha, beta] >= 1
+
+def relative_counts(
+    structure_size: Sequence[int],  # S
+    distance: str = 'manhattan',  # 'manhattan' (L1) or 'chebyshev' (L-infinity)
+    device=None,
+) -> Tensor:  # [N, N] integer counts r[alpha, beta] >= 1
     "Eqs. 28-29 in n-D: 1 for a token and itself, 2 + (elements between) = 1 + distance otherwise."
     check_choice('distance', distance, DISTANCES)
     c = grid_coordinates(structure_size, device)
     gap = (c[:, None] - c[None]).abs()  # [N, N, n]
     return 1 + (gap.sum(-1) if distance == 'manhattan' else gap.amax(-1))
+
 
 def max_count(structure_size: Sequence[int], distance: str = 'manhattan') -> int:
     "The largest entry of `relative_counts(structure_size, distance)`, from the sizes alone."
@@ -52,9 +62,10 @@ def max_count(structure_size: Sequence[int], distance: str = 'manhattan') -> int
     return 1 + (sum(gaps) if distance == 'manhattan' else max(gaps))
 
 # %% ../../nbs/25_layers.gam.ipynb #62182d6c
-def signed_geometric_mean(z: Tensor, pi: Tensor) -> Tensor: # same shape as z and pi
+def signed_geometric_mean(z: Tensor, pi: Tensor) -> Tensor:  # same shape as z and pi
     "Eq. 25 for signed values: sign(z) sqrt(z pi) where z and pi agree in sign, 0 elsewhere (gradient 0 there)."
-    p = z * pi; pos = p > 0
+    p = z * pi
+    pos = p > 0
     return torch.where(pos, z.sign() * torch.where(pos, p, torch.ones_like(p)).sqrt(), torch.zeros_like(p))
 
 # %% ../../nbs/25_layers.gam.ipynb #24afcaed
@@ -62,33 +73,45 @@ FORMS = ('power', 'polynomial')
 MIXINGS = ('uniform', 'learned')
 COMBINES = ('linear', 'geometric')
 
+
 def _check_gam_args(dims, matrices, form, power, degree, mixing, combine, c1, learn_c1, distance):
     "Refuse every invalid option of GeneralizedAttention, naming it (d and heads: MultiHeadSelfAttention's check)."
-    check_choice('form', form, FORMS); check_choice('mixing', mixing, MIXINGS)
-    check_choice('combine', combine, COMBINES); check_choice('distance', distance, DISTANCES)
-    check_int('dims', dims); check_int('matrices', matrices)
-    if form == 'power': check_positive('power', power)  # n1 > 0 (Eq. 17)
-    if form == 'polynomial': check_int('degree', degree)
-    if not (isinstance(c1, Real) and 0 <= c1 <= 1): raise ValueError(f"c1={c1!r} must lie in [0, 1]")
+    check_choice('form', form, FORMS)
+    check_choice('mixing', mixing, MIXINGS)
+    check_choice('combine', combine, COMBINES)
+    check_choice('distance', distance, DISTANCES)
+    check_int('dims', dims)
+    check_int('matrices', matrices)
+    if form == 'power':
+        check_positive('power', power)  # n1 > 0 (Eq. 17)
+    if form == 'polynomial':
+        check_int('degree', degree)
+    if not (isinstance(c1, Real) and 0 <= c1 <= 1):
+        raise ValueError(f"c1={c1!r} must lie in [0, 1]")
     if learn_c1 and combine == 'linear' and not 0 < c1 < 1:
-        raise ValueError(f"c1={c1!r} with learn_c1=True: a learned c1 starts strictly inside (0, 1); "
-                         "pass learn_c1=False to fix it")
+        raise ValueError(
+            f"c1={c1!r} with learn_c1=True: a learned c1 starts strictly inside (0, 1); pass learn_c1=False to fix it"
+        )
 
 # %% ../../nbs/25_layers.gam.ipynb #a0104b98
 class _GAMParameters(MultiHeadSelfAttention):
     "What a GAM block holds for its options: content and relative matrices, f's coefficients, W^P, W^S and c1."
-    def __init__(self, d: int = 64, # features
-                 heads: int = 8, # H
-                 dims: int = 1, # positional dimensions n: len(structure_size)
-                 matrices: int = 1, # N_B, matrices per head, in both branches
-                 form: str = 'power', # f: 'power' (Eq. 17) or 'polynomial' (Eq. 18)
-                 power: float = 1., # n1 > 0, for form='power'
-                 degree: int = 2, # L >= 1, for form='polynomial'
-                 mixing: str = 'uniform', # W^P and W^S: 'uniform' (1/N_B) or 'learned' (softmax of logits)
-                 combine: str = 'linear', # 'linear' (Eq. 20) or 'geometric' (signed Eq. 25)
-                 c1: float = 0.5, # weight of the content branch in [0, 1]; the start value when learned
-                 learn_c1: bool = True, # learn c1 (combine='linear' only)
-                 distance: str = 'manhattan'): # the count between tokens: 'manhattan' or 'chebyshev'
+
+    def __init__(
+        self,
+        d: int = 64,  # features
+        heads: int = 8,  # H
+        dims: int = 1,  # positional dimensions n: len(structure_size)
+        matrices: int = 1,  # N_B, matrices per head, in both branches
+        form: str = 'power',  # f: 'power' (Eq. 17) or 'polynomial' (Eq. 18)
+        power: float = 1.0,  # n1 > 0, for form='power'
+        degree: int = 2,  # L >= 1, for form='polynomial'
+        mixing: str = 'uniform',  # W^P and W^S: 'uniform' (1/N_B) or 'learned' (softmax of logits)
+        combine: str = 'linear',  # 'linear' (Eq. 20) or 'geometric' (signed Eq. 25)
+        c1: float = 0.5,  # weight of the content branch in [0, 1]; the start value when learned
+        learn_c1: bool = True,  # learn c1 (combine='linear' only)
+        distance: str = 'manhattan',
+    ):  # the count between tokens: 'manhattan' or 'chebyshev'
         """Generalized attention (GAM); call it as block(x [B, N, d], structure_size) -> [B, N, d].
 
         d: features (64); heads: H, dividing d (8); dims: positional dimensions n (1); matrices: N_B, matrices per
@@ -110,7 +133,8 @@ class _GAMParameters(MultiHeadSelfAttention):
         self.relative = combine == 'geometric' or self.learn_c1 or c1 < 1
         if self.relative:
             self.rel_embed = nn.Linear(1, self.d)  # e(count) = count * w + b
-            nn.init.xavier_uniform_(self.rel_embed.weight); nn.init.zeros_(self.rel_embed.bias)
+            nn.init.xavier_uniform_(self.rel_embed.weight)
+            nn.init.zeros_(self.rel_embed.bias)
             self.rel_qk = self._qk_map(matrices)
             self.rel_A = nn.Parameter(torch.eye(1, L)[0]) if L else None
             self.rel_mix_logits = nn.Parameter(torch.zeros(matrices)) if mixing == 'learned' and matrices > 1 else None
@@ -118,47 +142,60 @@ class _GAMParameters(MultiHeadSelfAttention):
     def _qk_map(self, n: int) -> nn.Linear:
         "n (W^Q, W^K) pairs d -> 2 n d, with the weight law of MultiHeadSelfAttention's d -> 3d map and zero bias."
         lin, bound = nn.Linear(self.d, 2 * n * self.d), math.sqrt(6 / (self.d + 3 * self.d))
-        nn.init.uniform_(lin.weight, -bound, bound); nn.init.zeros_(lin.bias)
+        nn.init.uniform_(lin.weight, -bound, bound)
+        nn.init.zeros_(lin.bias)
         return lin
 
 # %% ../../nbs/25_layers.gam.ipynb #fae715ca
 class _GAMContent(_GAMParameters):
     "The content branch (Eqs. 13-19): N_B bilinear forms of f per head, one softmax each, mixed by W^P."
+
     def _terms(self, u: Tensor, A) -> list:
         "(g_l(u), A_l) for every term of f: one for the power law (A_l None), L for the polynomial."
-        if self.form == 'power': return [(u if self.power == 1 else power_feature(u, self.power), None)]
-        return [(u ** l, A[l - 1]) for l in range(1, self.degree + 1)]
+        if self.form == 'power':
+            return [(u if self.power == 1 else power_feature(u, self.power), None)]
+        return [(u**l, A[l - 1]) for l in range(1, self.degree + 1)]
 
     def _mix(self, logits, t: Tensor, dim: int) -> Tensor:
         "Sum over the matrices (dimension `dim` of `t`) with weights W^P or W^S."
-        if self.matrices == 1: return t.select(dim, 0)
-        if logits is None: return t.mean(dim)
+        if self.matrices == 1:
+            return t.select(dim, 0)
+        if logits is None:
+            return t.mean(dim)
         w = logits.softmax(0)
         return (t * w.view(-1, *[1] * (t.dim() - dim - 1))).sum(dim)
 
-    def content(self, x: Tensor, # [B, N, d]
-                v: Tensor, # values [B, H, N, d_k]
-                proj: Tensor # self.qkv(x) [B, N, 3d], reused when g(x) is x
-               ) -> Tensor: # z [B, H, N, d_k]
+    def content(
+        self,
+        x: Tensor,  # [B, N, d]
+        v: Tensor,  # values [B, H, N, d_k]
+        proj: Tensor,  # self.qkv(x) [B, N, 3d], reused when g(x) is x
+    ) -> Tensor:  # z [B, H, N, d_k]
         "Eqs. 13-18: z = sum_i W^P_i softmax(eps_i) v, every term of f in one dot product."
         d, H, dk, NB = self.d, self.heads, self.d_head, self.matrices
         qs, ks = [], []
         for g, a in self._terms(x, self.A):
-            p = (proj if g is x else self.qkv(g))[..., :2 * d]
-            if self.qk_more is not None: p = torch.cat([p, self.qk_more(g)], -1)
+            p = (proj if g is x else self.qkv(g))[..., : 2 * d]
+            if self.qk_more is not None:
+                p = torch.cat([p, self.qk_more(g)], -1)
             p = p.unflatten(-1, (NB, 2, H, dk)).permute(3, 0, 2, 4, 1, 5)  # [2, B, N_B, H, N, d_k]
-            qs.append(p[0] if a is None else a * p[0]); ks.append(p[1])
+            qs.append(p[0] if a is None else a * p[0])
+            ks.append(p[1])
         q, k = torch.cat(qs, -1), torch.cat(ks, -1)  # [B, N_B, H, N, L d_k]
-        if NB == 1: return F.scaled_dot_product_attention(q[:, 0], k[:, 0], v, scale=1 / math.sqrt(dk))
+        if NB == 1:
+            return F.scaled_dot_product_attention(q[:, 0], k[:, 0], v, scale=1 / math.sqrt(dk))
         z = F.scaled_dot_product_attention(q, k, v[:, None], scale=1 / math.sqrt(dk))  # [B, N_B, H, N, d_k]
         return self._mix(self.mix_logits, z, 1)
 
 # %% ../../nbs/25_layers.gam.ipynb #83acdb75
 class _GAMRelative(_GAMContent):
     "The relative-position branch (Eqs. 20-24): scores of embedded counts, one softmax per matrix, mixed by W^S."
-    def relative_scores(self, structure_size: Sequence[int], # S
-                        like: Tensor # any tensor with the dtype and device to use
-                       ) -> Tensor: # delta [N_B, H, N, N]
+
+    def relative_scores(
+        self,
+        structure_size: Sequence[int],  # S
+        like: Tensor,  # any tensor with the dtype and device to use
+    ) -> Tensor:  # delta [N_B, H, N, N]
         "Eq. 24 with counts embedded one by one: each score is a function of the count between the two tokens."
         S, H, dk, NB = check_structure_size(structure_size, self.dims), self.heads, self.d_head, self.matrices
         counts = torch.arange(1, max_count(S, self.distance) + 1, device=like.device, dtype=like.dtype)
@@ -170,34 +207,47 @@ class _GAMRelative(_GAMContent):
             s = s + (t if a is None else a * t)  # [N_B, H, C]
         return s[..., relative_counts(S, self.distance, like.device) - 1]
 
-    def relative_weights(self, structure_size: Sequence[int], like: Tensor) -> Tensor: # Theta [H, N, N]
+    def relative_weights(self, structure_size: Sequence[int], like: Tensor) -> Tensor:  # Theta [H, N, N]
         "Eqs. 22-23: Theta = sum_i W^S_i softmax(delta_i); the same for every batch element."
         return self._mix(self.rel_mix_logits, self.relative_scores(structure_size, like).softmax(-1), 0)
 
 # %% ../../nbs/25_layers.gam.ipynb #22246fdb
 class GeneralizedAttention(_GAMRelative):
     "GAM (Pandya 2022): N_B bilinear forms per head with a power-law or polynomial f, and a relative-position branch."
+
     def _check_input(self, x: Tensor, structure_size) -> tuple[int, ...]:
         "StructureSize of the input `x` [B, N, d] as ints, or a ValueError naming what does not fit the block."
         if not isinstance(x, Tensor) or x.dim() != 3:
-            raise ValueError(f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
-        if x.shape[-1] != self.d: raise ValueError(f"x has {x.shape[-1]} features; this block expects d={self.d}")
+            raise ValueError(
+                f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
+            )
+        if x.shape[-1] != self.d:
+            raise ValueError(f"x has {x.shape[-1]} features; this block expects d={self.d}")
         S = check_structure_size(structure_size, self.dims)
         if math.prod(S) != x.shape[1]:
             raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
         return S
 
-    def forward(self, x: Tensor, # tokens [B, N, d], flattened row-major
-                structure_size: Sequence[int]) -> Tensor: # [B, N, d]
+    def forward(
+        self,
+        x: Tensor,  # tokens [B, N, d], flattened row-major
+        structure_size: Sequence[int],
+    ) -> Tensor:  # [B, N, d]
         "GAM self-attention of `x` laid out in `structure_size`: Eq. 20 or 25 per head, then the output map."
         S = self._check_input(x, structure_size)
         proj = self.qkv(x)
-        v = split_heads(proj[..., 2 * self.d:], self.heads)
+        v = split_heads(proj[..., 2 * self.d :], self.heads)
         z = lambda: self.content(x, v, proj)
         pi = lambda: self.relative_weights(S, x) @ v
-        if self.combine == 'geometric': o = signed_geometric_mean(z(), pi())
-        elif self.learn_c1: c1 = torch.sigmoid(self.c1_logit); o = c1 * z() + (1 - c1) * pi()
-        elif self.c1 == 1: o = z()
-        elif self.c1 == 0: o = pi()
-        else: o = self.c1 * z() + (1 - self.c1) * pi()
+        if self.combine == 'geometric':
+            o = signed_geometric_mean(z(), pi())
+        elif self.learn_c1:
+            c1 = torch.sigmoid(self.c1_logit)
+            o = c1 * z() + (1 - c1) * pi()
+        elif self.c1 == 1:
+            o = z()
+        elif self.c1 == 0:
+            o = pi()
+        else:
+            o = self.c1 * z() + (1 - self.c1) * pi()
         return self.out(merge_heads(o))

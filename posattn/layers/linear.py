@@ -18,31 +18,40 @@ from ..core.geometry import check_structure_size
 from ..encodings.spe import SPE, spe_encode
 
 # %% ../../nbs/24_layers.linear.ipynb #5615d64f
-def gaussian_features(features: int, # m, the number of random features
-                      dim: int, # the dimension of the vectors they are applied to
-                      orthogonal: bool = True, # orthogonal blocks of dim directions (still N(0, I) marginally)
-                      dtype=None, device=None) -> Tensor: # omega [m, dim]
+def gaussian_features(
+    features: int,  # m, the number of random features
+    dim: int,  # the dimension of the vectors they are applied to
+    orthogonal: bool = True,  # orthogonal blocks of dim directions (still N(0, I) marginally)
+    dtype=None,
+    device=None,
+) -> Tensor:  # omega [m, dim]
     "Random projections omega ~ N(0, I) for positive random features, optionally in orthogonal blocks."
-    if not orthogonal: return torch.randn(features, dim, dtype=dtype, device=device)
+    if not orthogonal:
+        return torch.randn(features, dim, dtype=dtype, device=device)
     Q, R = torch.linalg.qr(torch.randn(-(-features // dim), dim, dim, dtype=dtype, device=device))  # blocks
     directions = (Q * R.diagonal(dim1=-2, dim2=-1).sign()[:, None, :]).transpose(-1, -2).flatten(0, 1)
     lengths = torch.randn(features, dim, dtype=dtype, device=device).norm(dim=-1, keepdim=True)
     return directions[:features] * lengths  # Gram-Schmidt's signs (R's diagonal > 0): uniform directions
 
-def positive_features(x: Tensor, # [..., N, dim]
-                      omega: Tensor, # [m, dim]
-                      shared_over: tuple[int, ...] | None = (-1,) # axes of the max that stabilises exp; None: exact
-                     ) -> Tensor: # [..., N, m], positive
+
+def positive_features(
+    x: Tensor,  # [..., N, dim]
+    omega: Tensor,  # [m, dim]
+    shared_over: tuple[int, ...] | None = (-1,),  # axes of the max that stabilises exp; None: exact
+) -> Tensor:  # [..., N, m], positive
     "phi(x) = exp(omega x - |x|^2 / 2) / sqrt(m), up to a factor common to the axes `shared_over`."
     h = x @ omega.T - x.square().sum(-1, keepdim=True) / 2
-    if shared_over is not None: h = h - h.detach().amax(shared_over, keepdim=True)
+    if shared_over is not None:
+        h = h - h.detach().amax(shared_over, keepdim=True)
     return torch.exp(h) / math.sqrt(omega.shape[0])
 
 # %% ../../nbs/24_layers.linear.ipynb #a1c0bb0d
-def linear_attention(q: Tensor, k: Tensor, # queries and keys [B, H, N, e], already scaled
-                     v: Tensor, # values [B, H, N, d_H]
-                     omega: Tensor # random projections [m, e]
-                    ) -> Tensor: # [B, H, N, d_H]
+def linear_attention(
+    q: Tensor,
+    k: Tensor,  # queries and keys [B, H, N, e], already scaled
+    v: Tensor,  # values [B, H, N, d_H]
+    omega: Tensor,  # random projections [m, e]
+) -> Tensor:  # [B, H, N, d_H]
     "Equation 10: phi(q) (phi(k)^T v) / phi(q) (phi(k)^T 1), with positive random features."
     fq = positive_features(q, omega, (-1,))  # [B, H, N, m], shifted per query
     fk = positive_features(k, omega, (-2, -1))  # shifted by one constant per head
@@ -54,11 +63,14 @@ def linear_attention(q: Tensor, k: Tensor, # queries and keys [B, H, N, e], alre
 # %% ../../nbs/24_layers.linear.ipynb #a8e578b4
 def _check_spe(spe, d: int, heads: int, dims: int):
     "Refuse an `spe` that is not an SPE module, or one built for other features, heads or dimensions than the layer."
-    if spe is None: return
+    if spe is None:
+        return
     if not isinstance(spe, SPE):
         raise ValueError(f"spe={type(spe).__name__} must be an SPE module (SineSPE, ConvSPE) or None")
     if spe.dims != dims:
-        raise ValueError(f"spe has dims={spe.dims} but this layer has dims={dims}: build the SPE for {dims}-D structures")
+        raise ValueError(
+            f"spe has dims={spe.dims} but this layer has dims={dims}: build the SPE for {dims}-D structures"
+        )
     if (spe.d, spe.heads) != (d, heads):
         raise ValueError(f"spe was built for d={spe.d}, heads={spe.heads}; this layer has d={d}, heads={heads}")
 
@@ -66,8 +78,11 @@ def _check_spe(spe, d: int, heads: int, dims: int):
 def _check_input(x: Tensor, structure_size, d: int, dims: int) -> tuple[int, ...]:
     "StructureSize of the input `x` [B, N, d] as ints, or a ValueError naming what does not fit the layer."
     if not isinstance(x, Tensor) or x.dim() != 3:
-        raise ValueError(f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
-    if x.shape[-1] != d: raise ValueError(f"x has {x.shape[-1]} features; this layer expects d={d}")
+        raise ValueError(
+            f"x must be a tensor [B, N, d]; got {tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
+        )
+    if x.shape[-1] != d:
+        raise ValueError(f"x has {x.shape[-1]} features; this layer expects d={d}")
     S = check_structure_size(structure_size, dims)
     if math.prod(S) != x.shape[1]:
         raise ValueError(f"structure_size={list(S)} has {math.prod(S)} positions but x has N={x.shape[1]} tokens")
@@ -76,12 +91,16 @@ def _check_input(x: Tensor, structure_size, d: int, dims: int) -> tuple[int, ...
 # %% ../../nbs/24_layers.linear.ipynb #49224523
 class LinearSelfAttention(MultiHeadSelfAttention):
     "Multi-head self-attention in O(N): positive random features, with an optional shared SPE for positions."
-    def __init__(self, d: int = 64, # features
-                 heads: int = 8, # H
-                 dims: int = 1, # positional dimensions n of the structures it accepts
-                 features: int = 64, # m, positive random features per head
-                 spe: SPE | None = None, # the model's shared SPE module (SineSPE or ConvSPE), or None
-                 orthogonal: bool = True): # orthogonal random features
+
+    def __init__(
+        self,
+        d: int = 64,  # features
+        heads: int = 8,  # H
+        dims: int = 1,  # positional dimensions n of the structures it accepts
+        features: int = 64,  # m, positive random features per head
+        spe: SPE | None = None,  # the model's shared SPE module (SineSPE or ConvSPE), or None
+        orthogonal: bool = True,
+    ):  # orthogonal random features
         """Linear multi-head self-attention; call it as layer(x [B, N, d], structure_size) -> [B, N, d].
 
         d: features (64); heads: H, dividing d (8); dims: positional dimensions n (1); features: m, positive
@@ -94,12 +113,14 @@ class LinearSelfAttention(MultiHeadSelfAttention):
         self.gate = spe.make_gate() if spe is not None else None  # this layer's own gate
         self.register_buffer('omega', gaussian_features(features, self._feature_dim(), orthogonal))
 
-    def _feature_dim(self) -> int: return self.spe.realisations if self.spe is not None else self.d // self.heads
+    def _feature_dim(self) -> int:
+        return self.spe.realisations if self.spe is not None else self.d // self.heads
 
     def redraw_features(self):
         "Draw new random features (and adopt the SPE's current number of realisations)."
-        self.omega = gaussian_features(self.features, self._feature_dim(), self.orthogonal,
-                                       self.omega.dtype, self.omega.device)
+        self.omega = gaussian_features(
+            self.features, self._feature_dim(), self.orthogonal, self.omega.dtype, self.omega.device
+        )
 
     def positional_codes(self, S: tuple[int, ...], like: Tensor) -> tuple[Tensor, Tensor]:
         "The SPE codes [H, N, d_H, R] this layer uses: the SPE's (shared) draw through this layer's gate."
@@ -108,15 +129,21 @@ class LinearSelfAttention(MultiHeadSelfAttention):
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, S: tuple[int, ...]) -> Tensor:
         "Linear attention of split heads [B, H, N, d_H], after SPE when there is one."
-        if self.spe is not None: q, k = spe_encode(q, k, *self.positional_codes(S, q))
+        if self.spe is not None:
+            q, k = spe_encode(q, k, *self.positional_codes(S, q))
         scale = q.shape[-1] ** -0.25
         return linear_attention(q * scale, k * scale, v, self.omega)
 
-    def forward(self, x: Tensor, # tokens [B, N, d], flattened row-major
-                structure_size: Sequence[int]) -> Tensor: # [B, N, d]
+    def forward(
+        self,
+        x: Tensor,  # tokens [B, N, d], flattened row-major
+        structure_size: Sequence[int],
+    ) -> Tensor:  # [B, N, d]
         "Linear multi-head self-attention of `x` laid out in `structure_size`."
         S = _check_input(x, structure_size, self.d, self.dims)
         if self.spe is not None and self.spe.realisations != self.omega.shape[1]:
-            raise ValueError(f"spe.realisations={self.spe.realisations} but the features were drawn for "
-                             f"{self.omega.shape[1]}: call redraw_features()")
+            raise ValueError(
+                f"spe.realisations={self.spe.realisations} but the features were drawn for "
+                f"{self.omega.shape[1]}: call redraw_features()"
+            )
         return super().forward(x, S)

@@ -19,34 +19,51 @@ ANY = ('any',)  # every device type
 FUSED_SLOTS = ('query', 'factor', 'bias', 'rotate', 'scale')  # the slots of PositionTerms the fused kernels take
 FUSED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # what the fused kernels compute in
 
+
 class Version(NamedTuple):
     "One version of the block's attention: where its function lives, what it takes, where it runs."
-    function: str # 'module:name' in posattn.layers: a function with attend_v1's signature
-    options: dict = {} # keyword arguments it is always called with (triton_band: band=True)
-    fused: bool = False # one fused kernel per call: imported when a block first takes it, not with the block
-    needs: str | None = None # the optional package its module imports, named when that import fails
-    paper: bool = False # one of the paper's layouts (Appendix A): it takes the paper's encodings only
-    slots: tuple | None = None # the slots of PositionTerms it takes; None: every slot
-    dims: int | None = None # the most positional dimensions it holds; None: any number
-    dtypes: tuple | None = None # what it computes in; None: any dtype
-    any_dtype_on: tuple = () # device types where it computes in any dtype all the same (a reference implementation)
-    runs_on: tuple = ANY # device types it runs on
-    interpreted_on: tuple = () # device types it also runs on where Triton's kernels are interpreted (TRITON_INTERPRET=1)
-    trains_on: tuple = ANY # device types where it has a backward pass; ANY: wherever it runs
-    trains_note: str = '' # why it trains only there, told when it refuses a call that needs gradients
-    eager_on: tuple = () # device types where torch.compile calls it as it is instead of tracing it
-    auto_on: tuple = () # device types where 'auto' runs it, by measurement
 
-_TRITON = dict(fused=True, needs='Triton', slots=FUSED_SLOTS, dims=3, dtypes=FUSED_DTYPES, runs_on=('cuda',),
-               interpreted_on=('cpu',))  # posattn's own kernels, read from the table P or computed per band
+    function: str  # 'module:name' in posattn.layers: a function with attend_v1's signature
+    options: dict = {}  # keyword arguments it is always called with (triton_band: band=True)
+    fused: bool = False  # one fused kernel per call: imported when a block first takes it, not with the block
+    needs: str | None = None  # the optional package its module imports, named when that import fails
+    paper: bool = False  # one of the paper's layouts (Appendix A): it takes the paper's encodings only
+    slots: tuple | None = None  # the slots of PositionTerms it takes; None: every slot
+    dims: int | None = None  # the most positional dimensions it holds; None: any number
+    dtypes: tuple | None = None  # what it computes in; None: any dtype
+    any_dtype_on: tuple = ()  # device types where it computes in any dtype all the same (a reference implementation)
+    runs_on: tuple = ANY  # device types it runs on
+    interpreted_on: tuple = ()  # device types it also runs on where Triton's kernels are interpreted (TRITON_INTERPRET=1)
+    trains_on: tuple = ANY  # device types where it has a backward pass; ANY: wherever it runs
+    trains_note: str = ''  # why it trains only there, told when it refuses a call that needs gradients
+    eager_on: tuple = ()  # device types where torch.compile calls it as it is instead of tracing it
+    auto_on: tuple = ()  # device types where 'auto' runs it, by measurement
+
+
+_TRITON = dict(
+    fused=True,
+    needs='Triton',
+    slots=FUSED_SLOTS,
+    dims=3,
+    dtypes=FUSED_DTYPES,
+    runs_on=('cuda',),
+    interpreted_on=('cpu',),
+)  # posattn's own kernels, read from the table P or computed per band
 VERSION_TABLE = {  # name -> its record: adding a version is one entry
     'v1': Version('version1:attend_v1'),  # the paper's reference
     'v2': Version('versions:attend_v2', paper=True),
     'v3': Version('versions:attend_v3', paper=True),
     'fast': Version('fast:attend_fast', eager_on=ANY, auto_on=('cpu', 'cuda')),  # a hand-written backward, never traced
-    'flex': Version('flex:attend_flex', fused=True, slots=FUSED_SLOTS, dtypes=FUSED_DTYPES, any_dtype_on=('cpu',),
-                    trains_on=('cuda',), trains_note='flex_attention computes gradients on CUDA only',
-                    eager_on=('cpu',)),  # on the CPU PyTorch's reference; Inductor has no CPU kernel for it
+    'flex': Version(
+        'flex:attend_flex',
+        fused=True,
+        slots=FUSED_SLOTS,
+        dtypes=FUSED_DTYPES,
+        any_dtype_on=('cpu',),
+        trains_on=('cuda',),
+        trains_note='flex_attention computes gradients on CUDA only',
+        eager_on=('cpu',),
+    ),  # on the CPU PyTorch's reference; Inductor has no CPU kernel for it
     'triton': Version('triton_kernel:attend_triton', **_TRITON),
     'triton_band': Version('triton_kernel:attend_triton', dict(band=True), **_TRITON),
 }
@@ -55,105 +72,155 @@ VERSION_TABLE = {  # name -> its record: adding a version is one entry
 DEFAULT_VERSION = 'auto'  # what the block and the experiments use unless told otherwise
 VERSION_CHOICES = (*VERSION_TABLE, DEFAULT_VERSION)
 FUSED_VERSIONS = tuple(n for n, r in VERSION_TABLE.items() if r.fused)  # loaded when chosen
-TERMS_VERSIONS = tuple(n for n, r in VERSION_TABLE.items() if r.slots is None and not r.paper)  # every slot of PositionTerms
+TERMS_VERSIONS = tuple(
+    n for n, r in VERSION_TABLE.items() if r.slots is None and not r.paper
+)  # every slot of PositionTerms
 DEVICE_VERSIONS = {kind: n for n, r in VERSION_TABLE.items() for kind in r.auto_on}  # what 'auto' runs, per device type
 
-def _on(kinds: tuple, kind: str) -> bool: return kinds == ANY or kind in kinds
+
+def _on(kinds: tuple, kind: str) -> bool:
+    return kinds == ANY or kind in kinds
 
 # %% ../../nbs/20a_layers.table.ipynb #2bd485c0
 _LOADED = {}  # version -> its attention function, imported on first use
+
 
 def load_version(name: str):
     "The attention function of version `name` with its record's options, imported on first use."
     if name not in _LOADED:
         r = VERSION_TABLE[name]
         module, function = r.function.split(':')
-        try: f = getattr(importlib.import_module(f'posattn.layers.{module}'), function)
+        try:
+            f = getattr(importlib.import_module(f'posattn.layers.{module}'), function)
         except ImportError as e:
-            if r.needs is None: raise
-            raise ValueError(f"version={name!r} needs {r.needs}, which could not be imported ({e}): use 'auto' or 'fast'") from None
+            if r.needs is None:
+                raise
+            raise ValueError(
+                f"version={name!r} needs {r.needs}, which could not be imported ({e}): use 'auto' or 'fast'"
+            ) from None
         _LOADED[name] = functools.partial(f, **r.options) if r.options else f
     return _LOADED[name]
 
 # %% ../../nbs/20a_layers.table.ipynb #ab4f5853
 class _Ask(NamedTuple):
     "What a refusal is asked about: a block (pe, slots, dims) and a call (device, dtype, grad); None: not asked."
+
     pe: str | None
     slots: tuple | None
     dims: int | None
     device: torch.device | None
     dtype: torch.dtype | None
     grad: bool
-    interpreted: bool | None # Triton's kernels interpreted on the CPU; None: ask the version's module
+    interpreted: bool | None  # Triton's kernels interpreted on the CPU; None: ask the version's module
+
 
 _DEVICE_NAMES = {'cuda': 'CUDA', 'cpu': 'CPU', 'mps': 'MPS'}
 _either = lambda words: ', '.join(words[:-1]) + ' or ' + words[-1] if len(words) > 1 else words[0]
 
+
 def _interpreted(r: Version) -> bool:
     "Whether the kernels of `r`'s module were made by Triton's CPU interpreter."
-    try: return getattr(importlib.import_module(f"posattn.layers.{r.function.split(':')[0]}"), 'INTERPRETED', False)
-    except ImportError: return False  # no Triton: the refusal says where the version runs
+    try:
+        return getattr(importlib.import_module(f"posattn.layers.{r.function.split(':')[0]}"), 'INTERPRETED', False)
+    except ImportError:
+        return False  # no Triton: the refusal says where the version runs
 
 # %% ../../nbs/20a_layers.table.ipynb #733baf50
 def _paper(name: str, r: Version, a: _Ask) -> str | None:
     if r.paper and a.pe is not None and a.pe not in PAPER_ENCODINGS:
-        return (f"version={name!r} is one of the paper's layouts (Appendix A), which have slots for the paper's "
-                f"encodings only {PAPER_ENCODINGS}; pe={a.pe!r} needs one of {TERMS_VERSIONS}")
+        return (
+            f"version={name!r} is one of the paper's layouts (Appendix A), which have slots for the paper's "
+            f"encodings only {PAPER_ENCODINGS}; pe={a.pe!r} needs one of {TERMS_VERSIONS}"
+        )
+
 
 def _slots(name: str, r: Version, a: _Ask) -> str | None:
     if r.slots is not None and a.slots is not None and (other := [s for s in a.slots if s not in r.slots]):
-        return (f"version={name!r} takes the encodings whose terms fill {r.slots}; this block's also fill {other}: "
-                "use 'auto', 'fast' or 'v1'")
+        return (
+            f"version={name!r} takes the encodings whose terms fill {r.slots}; this block's also fill {other}: "
+            "use 'auto', 'fast' or 'v1'"
+        )
+
 
 def _dims(name: str, r: Version, a: _Ask) -> str | None:
     if r.dims is not None and a.dims is not None and a.dims > r.dims:
         return f"version={name!r} takes 1 to {r.dims} positional dimensions (dims={a.dims}): use 'auto', 'fast', 'flex' or 'v1'"
 
+
 def _dtype(name: str, r: Version, a: _Ask) -> str | None:
-    if r.dtypes is None or a.dtype is None or a.dtype in r.dtypes or _on(r.any_dtype_on, a.device.type): return None
+    if r.dtypes is None or a.dtype is None or a.dtype in r.dtypes or _on(r.any_dtype_on, a.device.type):
+        return None
     names = [str(t).removeprefix('torch.') for t in r.dtypes]
     return f"version={name!r} computes in {_either(names)} (here {a.dtype}): use 'auto', 'fast' or 'v1'"
 
+
 def _device(name: str, r: Version, a: _Ask) -> str | None:
-    if a.device is None or _on(r.runs_on, kind := a.device.type): return None
-    if kind in r.interpreted_on and (_interpreted(r) if a.interpreted is None else a.interpreted): return None
+    if a.device is None or _on(r.runs_on, kind := a.device.type):
+        return None
+    if kind in r.interpreted_on and (_interpreted(r) if a.interpreted is None else a.interpreted):
+        return None
     where = _either([_DEVICE_NAMES.get(k, k) for k in r.runs_on])
-    also = ''.join(f", on the {_DEVICE_NAMES.get(k, k)} only in Triton's interpreter (TRITON_INTERPRET=1, for tests)"
-                   for k in r.interpreted_on)
+    also = ''.join(
+        f", on the {_DEVICE_NAMES.get(k, k)} only in Triton's interpreter (TRITON_INTERPRET=1, for tests)"
+        for k in r.interpreted_on
+    )
     return f"version={name!r} runs on {where} (here {kind}){also}: use 'auto' or 'fast' there"
 
+
 def _backward(name: str, r: Version, a: _Ask) -> str | None:
-    if a.device is None or not a.grad or _on(r.trains_on, a.device.type): return None
-    return (f"version={name!r} has no backward pass on {a.device.type} ({r.trains_note}): use 'auto' or 'fast' there, "
-            "or torch.no_grad() for outputs alone")
+    if a.device is None or not a.grad or _on(r.trains_on, a.device.type):
+        return None
+    return (
+        f"version={name!r} has no backward pass on {a.device.type} ({r.trains_note}): use 'auto' or 'fast' there, "
+        "or torch.no_grad() for outputs alone"
+    )
+
 
 _REFUSALS = (_paper, _slots, _dims, _dtype, _device, _backward)  # the block's, then the call's
 
 # %% ../../nbs/20a_layers.table.ipynb #8aa52947
-def refusal(name: str, # a key of VERSION_TABLE
-            *, pe: str | None = None, # the block's encoding
-            slots: Sequence[str] | None = None, # the slots of PositionTerms its encoding and span fill
-            dims: int | None = None, # its positional dimensions
-            device=None, dtype: torch.dtype | None = None, # the call's
-            grad: bool = False, # whether the call needs gradients
-            interpreted: bool | None = None # Triton's kernels made by its CPU interpreter; None: ask their module
-           ) -> str | None:
+def refusal(
+    name: str,  # a key of VERSION_TABLE
+    *,
+    pe: str | None = None,  # the block's encoding
+    slots: Sequence[str] | None = None,  # the slots of PositionTerms its encoding and span fill
+    dims: int | None = None,  # its positional dimensions
+    device=None,
+    dtype: torch.dtype | None = None,  # the call's
+    grad: bool = False,  # whether the call needs gradients
+    interpreted: bool | None = None,  # Triton's kernels made by its CPU interpreter; None: ask their module
+) -> str | None:
     "Why version `name` cannot take a block or a call, the first of its record's refusals (None: it can); what is not given is not asked."
     record = VERSION_TABLE[name]
-    ask = _Ask(pe, None if slots is None else tuple(slots), dims, None if device is None else torch.device(device), dtype,
-               grad, interpreted)
+    ask = _Ask(
+        pe,
+        None if slots is None else tuple(slots),
+        dims,
+        None if device is None else torch.device(device),
+        dtype,
+        grad,
+        interpreted,
+    )
     for check in _REFUSALS:
-        if why := check(name, record, ask): return why
+        if why := check(name, record, ask):
+            return why
     return None
 
 # %% ../../nbs/20a_layers.table.ipynb #e0661e7c
-def pick_version(version: str, # one of VERSION_CHOICES
-                 slots: Sequence[str], # the slots of PositionTerms the block's encoding and span fill
-                 dims: int, device, dtype: torch.dtype, grad: bool) -> str:
+def pick_version(
+    version: str,  # one of VERSION_CHOICES
+    slots: Sequence[str],  # the slots of PositionTerms the block's encoding and span fill
+    dims: int,
+    device,
+    dtype: torch.dtype,
+    grad: bool,
+) -> str:
     "The version a call runs: `version` itself, or for 'auto' the device's DEVICE_VERSIONS where the table refuses it nothing, else 'fast'."
-    if version != 'auto': return version
+    if version != 'auto':
+        return version
     best = DEVICE_VERSIONS.get(torch.device(device).type, 'fast')
     return 'fast' if refusal(best, slots=slots, dims=dims, device=device, dtype=dtype, grad=grad) else best
+
 
 def runs_eagerly(version: str, device) -> bool:
     "Whether torch.compile calls `version` on `device` as it is (its record's eager_on) instead of tracing it."

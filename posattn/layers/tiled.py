@@ -22,41 +22,70 @@ def _per_head(x: Tensor) -> Tensor:
     "A slot's value at [queries, keys] offsets, [Tq, Lk] or [Tq, Lk, H], as [H or 1, Tq, Lk]."
     return x[None] if x.dim() == 2 else x.permute(2, 0, 1)
 
+
 def _box(starts: Sequence[int], stops: Sequence[int], device=None) -> Tensor:
     "Every integer position of the box [starts, stops) in row-major order, [count, n]."
-    return torch.cartesian_prod(*[torch.arange(a, b, device=device) for a, b in zip(starts, stops)]).reshape(-1, len(starts))
+    return torch.cartesian_prod(*[torch.arange(a, b, device=device) for a, b in zip(starts, stops)]).reshape(
+        -1, len(starts)
+    )
 
-def _tile_attention(terms: PositionTerms, qu: Tensor, qv: Tensor | None, ks: Tensor, vs: Tensor, # tile queries, halo keys
-                    qpos: Tensor, kpos: Tensor, S, h, d: int) -> Tensor: # their positions [Tq, n], [Lk, n]
+
+def _tile_attention(
+    terms: PositionTerms,
+    qu: Tensor,
+    qv: Tensor | None,
+    ks: Tensor,
+    vs: Tensor,  # tile queries, halo keys
+    qpos: Tensor,
+    kpos: Tensor,
+    S,
+    h,
+    d: int,
+) -> Tensor:  # their positions [Tq, n], [Lk, n]
     "One tile's attention: its queries against its halo of keys, the positional terms read through the skew."
     delta = kpos[None] - qpos[:, None]  # [Tq, Lk, n]: key minus query
     a = qu @ ks.transpose(-1, -2)  # content: (q + u) . k
-    if terms.query is not None:  # the skew: (q + v) . E over the grid of offsets, then each pair reads its offset's score
+    if (
+        terms.query is not None
+    ):  # the skew: (q + v) . E over the grid of offsets, then each pair reads its offset's score
         lo = delta.flatten(0, 1).min(0).values
         grid = _box(lo.tolist(), (delta.flatten(0, 1).max(0).values + 1).tolist(), delta.device)
         r = torch.einsum('bhid,ohd->bhio', qv, terms.query(grid))
         widths = (grid.max(0).values - lo + 1).tolist()
-        strides = torch.tensor([math.prod(widths[i + 1:]) for i in range(len(widths))], device=delta.device)
+        strides = torch.tensor([math.prod(widths[i + 1 :]) for i in range(len(widths))], device=delta.device)
         a = a + r.gather(-1, (((delta - lo) * strides).sum(-1))[None, None].expand(*r.shape[:2], -1, -1))
-    if terms.key is not None: a = a + torch.einsum('bhjd,ijhd->bhij', ks, terms.key(delta))
-    if terms.factor is not None: a = a * _per_head(terms.factor(delta))
+    if terms.key is not None:
+        a = a + torch.einsum('bhjd,ijhd->bhij', ks, terms.key(delta))
+    if terms.factor is not None:
+        a = a * _per_head(terms.factor(delta))
     a = a * terms.scale / math.sqrt(d)
-    if terms.bias is not None: a = a + _per_head(terms.bias(delta))
+    if terms.bias is not None:
+        a = a + _per_head(terms.bias(delta))
     reach, size = torch.tensor(h, device=delta.device), torch.tensor(S, device=delta.device)
-    outside = ((delta.abs() > reach) | (kpos < 0)[None] | (kpos >= size)[None]).any(-1)  # off the window or the structure
+    outside = ((delta.abs() > reach) | (kpos < 0)[None] | (kpos >= size)[None]).any(
+        -1
+    )  # off the window or the structure
     w = a.masked_fill(outside, -math.inf).softmax(-1)
     out = w @ vs
-    if terms.value is not None: out = out + torch.einsum('bhij,ijhd->bhid', w, terms.value(delta))
+    if terms.value is not None:
+        out = out + torch.einsum('bhij,ijhd->bhid', w, terms.value(delta))
     return out
 
 # %% ../../nbs/21a_layers.tiled.ipynb #f65bdd76
-def attend_tiled(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
-                 u: Tensor, v: Tensor | None, # content and positional biases [H, d_H]
-                 structure_size: Sequence[int], span_size: Sequence[int], # S, and the window
-                 encode: Encode | None = None, gaussian: Gauss | None = None,
-                 *, terms: PositionTerms | None = None, # every slot of an encoding, in place of encode and gaussian
-                 tile: int = 4 # queries per tile along each dimension
-                ) -> Tensor: # [B, H, N, d_H]
+def attend_tiled(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # queries, keys, values [B, H, N, d_H]
+    u: Tensor,
+    v: Tensor | None,  # content and positional biases [H, d_H]
+    structure_size: Sequence[int],
+    span_size: Sequence[int],  # S, and the window
+    encode: Encode | None = None,
+    gaussian: Gauss | None = None,
+    *,
+    terms: PositionTerms | None = None,  # every slot of an encoding, in place of encode and gaussian
+    tile: int = 4,  # queries per tile along each dimension
+) -> Tensor:  # [B, H, N, d_H]
     "The span-aware attention plainly: query tiles against the halo of keys their window reaches; autograd's backward."
     terms, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     B, H, N, d = q.shape
@@ -71,7 +100,10 @@ def attend_tiled(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B
         qs = tuple(slice(a, b) for a, b in zip(c, stop))
         ks = tuple(slice(a, b + 2 * r) for a, b, r in zip(c, stop, h))  # padded coordinates: shifted by h
         take = lambda x, sl: x[(slice(None), slice(None), *sl)].flatten(2, -2)
-        qpos, kpos = _box(c, stop, q.device), _box([a - r for a, r in zip(c, h)], [b + r for b, r in zip(stop, h)], q.device)
+        qpos, kpos = (
+            _box(c, stop, q.device),
+            _box([a - r for a, r in zip(c, h)], [b + r for b, r in zip(stop, h)], q.device),
+        )
         qu = take(grid(q + u[:, None]), qs)
         qv = None if terms.query is None else take(grid(q if v is None else q + v[:, None]), qs)
         o = _tile_attention(terms, qu, qv, take(kp, ks), take(vp, ks), qpos, kpos, S, h, d)

@@ -12,12 +12,15 @@ import functools, math
 from typing import Sequence
 import torch
 from torch import Tensor
+
 try:
     import triton
     import triton.language as tl
 except ImportError as e:  # PyTorch's CUDA builds on Linux bring Triton; others may not
-    raise ImportError("posattn.layers.triton_kernel needs Triton (it comes with PyTorch's CUDA builds): "
-                      "use the versions 'v1' or 'fast' without it") from e
+    raise ImportError(
+        "posattn.layers.triton_kernel needs Triton (it comes with PyTorch's CUDA builds): "
+        "use the versions 'v1' or 'fast' without it"
+    ) from e
 from ..core.geometry import in_window, key_blocks, relative_offsets, relative_size, window_position
 from ..core.scores import nonfinite_part
 from .version1 import Encode, Gauss, attend_setup, span_mask
@@ -30,9 +33,11 @@ def _coords(t, S1: tl.constexpr, S2: tl.constexpr):
     "The three coordinates of row-major tokens t in a (S0, S1, S2) structure, or of window positions t in a (W0, W1, W2) window."
     return t // (S1 * S2), (t // S2) % S1, t % S2
 
+
 @triton.jit
-def _pairs(i, j, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
-           W2: tl.constexpr):
+def _pairs(
+    i, j, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr
+):
     "Window position m of each (query i, key j), and whether the pair is inside it (and inside the structure)."
     i0, i1, i2 = _coords(i[:, None], S1, S2)
     j0, j1, j2 = _coords(j[None, :], S1, S2)
@@ -41,9 +46,20 @@ def _pairs(i, j, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl
     inside = inside & (i[:, None] < N) & (j[None, :] < N)
     return tl.where(inside, (d0 * W1 + d1) * W2 + d2, 0), inside
 
+
 @triton.jit
-def _window_keys(i, pos, N, M, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
-               W2: tl.constexpr):
+def _window_keys(
+    i,
+    pos,
+    N,
+    M,
+    S0: tl.constexpr,
+    S1: tl.constexpr,
+    S2: tl.constexpr,
+    W0: tl.constexpr,
+    W1: tl.constexpr,
+    W2: tl.constexpr,
+):
     "The key at window position pos of each query i's window, and whether there is one (in the structure; i, pos in range)."
     i0, i1, i2 = _coords(i[:, None], S1, S2)
     m0, m1, m2 = _coords(pos[None, :], W1, W2)  # the position's digits: its offset plus the reach
@@ -57,16 +73,28 @@ def _geometry(structure_size: Sequence[int], span_size: Sequence[int]) -> tuple[
     pad = (1,) * (3 - len(structure_size))
     return (*pad, *structure_size), (*pad, *span_size)
 
+
 def _constants(structure_size: tuple, span_size: tuple) -> dict:
     "The three-dimensional structure and window (`_geometry`'s) as the kernels' keyword constants S0..S2, W0..W2."
     return dict(zip(('S0', 'S1', 'S2', 'W0', 'W1', 'W2'), (*structure_size, *span_size)))
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #d0c53ee5
 @triton.jit
-def _reach(lo_tok, hi_tok, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr,
-           W2: tl.constexpr):
+def _reach(
+    lo_tok,
+    hi_tok,
+    N,
+    S0: tl.constexpr,
+    S1: tl.constexpr,
+    S2: tl.constexpr,
+    W0: tl.constexpr,
+    W1: tl.constexpr,
+    W2: tl.constexpr,
+):
     "The tokens [lo, hi) within the window's reach of tokens lo_tok..hi_tok-1 along the first dimension longer than 1: `key_range`."
-    S: tl.constexpr = S0 if S0 > 1 else (S1 if S1 > 1 else S2)  # its size and window; the dimensions before it have size 1,
+    S: tl.constexpr = (
+        S0 if S0 > 1 else (S1 if S1 > 1 else S2)
+    )  # its size and window; the dimensions before it have size 1,
     W: tl.constexpr = W0 if S0 > 1 else (W1 if S1 > 1 else W2)  # so N // S is its stride
     st = N // S
     a = (W - 1) // 2
@@ -78,8 +106,11 @@ def _reach(lo_tok, hi_tok, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constex
 def _tiles(structure_size: Sequence[int], span_size: Sequence[int], block: int) -> list[tuple[slice, slice]]:
     "The (queries, keys) tiles the forward and dQ kernels compute: each block of queries against its `key_blocks`."
     N = math.prod(structure_size)
-    return [(slice(q0, q0 + block), keys) for q0 in range(0, N, block)
-            for keys in key_blocks(q0, q0 + block, structure_size, span_size, block)]
+    return [
+        (slice(q0, q0 + block), keys)
+        for q0 in range(0, N, block)
+        for keys in key_blocks(q0, q0 + block, structure_size, span_size, block)
+    ]
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #76b2e831
 @functools.lru_cache(maxsize=64)
@@ -97,18 +128,22 @@ def _band_width(structure_size: tuple, span_size: tuple, block: int) -> int:
 @triton.jit
 def _rows(X, base, r, f, N, D):
     "The rows r of one (image, head)'s [N, D] slice at X + base, features f; zeros past the ends."
-    return tl.load(X + base + r[:, None] * D + f[None, :], mask=(r[:, None] < N) & (f[None, :] < D), other=0.)
+    return tl.load(X + base + r[:, None] * D + f[None, :], mask=(r[:, None] < N) & (f[None, :] < D), other=0.0)
+
 
 @triton.jit
 def _put_rows(X, base, r, f, N, D, x):
     "Store x as the rows r of one (image, head)'s [N, D] slice at X + base."
     tl.store(X + base + r[:, None] * D + f[None, :], x.to(X.dtype.element_ty), mask=(r[:, None] < N) & (f[None, :] < D))
 
+
 @triton.jit
 def _dot(a, b, IEEE: tl.constexpr):
     "a @ b accumulated in float32: IEEE float32 products for float32 inputs, else in b's dtype (a cast to it)."
-    if IEEE: return tl.dot(a, b, input_precision='ieee')
-    else: return tl.dot(a.to(b.dtype), b)
+    if IEEE:
+        return tl.dot(a, b, input_precision='ieee')
+    else:
+        return tl.dot(a.to(b.dtype), b)
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #4bfd553d
 @triton.jit
@@ -116,43 +151,98 @@ def _first(m, inside, M):
     "The smallest window position of the tile's pairs inside the window; M where there is none."
     return tl.min(tl.min(tl.where(inside, m, M), 1), 0)
 
+
 @triton.jit
-def _pre(q, k, qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P: tl.constexpr, BAND: tl.constexpr, MT: tl.constexpr,
-         IEEE: tl.constexpr):
+def _pre(
+    q,
+    k,
+    qv,
+    i,
+    m,
+    inside,
+    bh,
+    N,
+    M,
+    H,
+    D,
+    f,
+    P,
+    R,
+    HAS_P: tl.constexpr,
+    BAND: tl.constexpr,
+    MT: tl.constexpr,
+    IEEE: tl.constexpr,
+):
     "The part of the tile's scores G multiplies, q k^T plus the positional term; the band's first window position and encodings."
     pre = _dot(q, tl.trans(k), IEEE)
     lo = 0
     r = tl.zeros([MT, 16], tl.float32)  # stands for the band's encodings without BAND
-    if HAS_P: pre += tl.load(P + (bh * N).to(tl.int64) * M + i[:, None] * M + m, mask=inside, other=0.)  # B H N M can pass 2^31
+    if HAS_P:
+        pre += tl.load(
+            P + (bh * N).to(tl.int64) * M + i[:, None] * M + m, mask=inside, other=0.0
+        )  # B H N M can pass 2^31
     if BAND:  # the positional term computed here: the queries against the band of encodings this tile's positions use
         lo = _first(m, inside, M)
         t = lo + tl.arange(0, MT)
-        r = tl.load(R + (bh % H) * M * D + t[:, None] * D + f[None, :], mask=(t[:, None] < M) & (f[None, :] < D), other=0.)
+        r = tl.load(
+            R + (bh % H) * M * D + t[:, None] * D + f[None, :], mask=(t[:, None] < M) & (f[None, :] < D), other=0.0
+        )
         band = _dot(qv.to(tl.float32), tl.trans(r), IEEE)  # [BM, MT]
-        pre += tl.where(inside, tl.gather(band, tl.where(inside, m - lo, 0), 1), 0.)
+        pre += tl.where(inside, tl.gather(band, tl.where(inside, m - lo, 0), 1), 0.0)
     return pre, lo, r
+
 
 @triton.jit
 def _scores(pre, m, inside, bh, M, H, G, Bi, HAS_G: tl.constexpr, HAS_B: tl.constexpr):
     "The tile's scores, pre times G plus b (-inf outside the window), and G."
-    g = tl.full(pre.shape, 1., tl.float32)
-    if HAS_G: g = tl.load(G + (bh % H) * M + m, mask=inside, other=0.)
+    g = tl.full(pre.shape, 1.0, tl.float32)
+    if HAS_G:
+        g = tl.load(G + (bh % H) * M + m, mask=inside, other=0.0)
     s = pre * g
-    if HAS_B: s += tl.load(Bi + (bh % H) * M + m, mask=inside, other=0.)
+    if HAS_B:
+        s += tl.load(Bi + (bh % H) * M + m, mask=inside, other=0.0)
     return tl.where(inside, s, float('-inf')), g
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #aa914c9d
 @triton.jit
-def _fwd(Q, K, V, QV, P, R, G, Bi, O, L, N, M, H, D,
-         S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-         HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, MT: tl.constexpr,
-         IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
+def _fwd(
+    Q,
+    K,
+    V,
+    QV,
+    P,
+    R,
+    G,
+    Bi,
+    O,
+    L,
+    N,
+    M,
+    H,
+    D,
+    S0: tl.constexpr,
+    S1: tl.constexpr,
+    S2: tl.constexpr,
+    W0: tl.constexpr,
+    W1: tl.constexpr,
+    W2: tl.constexpr,
+    HAS_P: tl.constexpr,
+    BAND: tl.constexpr,
+    HAS_G: tl.constexpr,
+    HAS_B: tl.constexpr,
+    MT: tl.constexpr,
+    IEEE: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BD: tl.constexpr,
+):
     "One block of BM queries against the key blocks its window reaches: online softmax, output and logsumexp."
     bh, i0, f = tl.program_id(1), tl.program_id(0) * BM, tl.arange(0, BD)
     i, base = i0 + tl.arange(0, BM), bh * N * D
     q = _rows(Q, base, i, f, N, D)
     qv = q
-    if BAND: qv = _rows(QV, base, i, f, N, D)
+    if BAND:
+        qv = _rows(QV, base, i, f, N, D)
     top = tl.full([BM], float('-inf'), tl.float32)  # running maximum
     total = tl.zeros([BM], tl.float32)  # running sum
     acc = tl.zeros([BM, BD], tl.float32)  # running output
@@ -160,39 +250,92 @@ def _fwd(Q, K, V, QV, P, R, G, Bi, O, L, N, M, H, D,
     for start in range(lo, hi, BN):
         j = start + tl.arange(0, BN)
         m, inside = _pairs(i, j, N, S0, S1, S2, W0, W1, W2)
-        pre, blo, r = _pre(q, _rows(K, base, j, f, N, D), qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P=HAS_P, BAND=BAND,
-                           MT=MT, IEEE=IEEE)
+        pre, blo, r = _pre(
+            q,
+            _rows(K, base, j, f, N, D),
+            qv,
+            i,
+            m,
+            inside,
+            bh,
+            N,
+            M,
+            H,
+            D,
+            f,
+            P,
+            R,
+            HAS_P=HAS_P,
+            BAND=BAND,
+            MT=MT,
+            IEEE=IEEE,
+        )
         s, g = _scores(pre, m, inside, bh, M, H, G, Bi, HAS_G=HAS_G, HAS_B=HAS_B)
         new = tl.maximum(top, tl.max(s, 1))
-        safe = tl.where(new == float('-inf'), 0., new)
+        safe = tl.where(new == float('-inf'), 0.0, new)
         w, shrink = tl.exp(s - safe[:, None]), tl.exp(top - safe)
         total = total * shrink + tl.sum(w, 1)
         acc = acc * shrink[:, None] + _dot(w, _rows(V, base, j, f, N, D), IEEE)
         top = new
-    total = tl.where(i < N, total, 1.)  # rows past the end: no 0/0
+    total = tl.where(i < N, total, 1.0)  # rows past the end: no 0/0
     _put_rows(O, base, i, f, N, D, acc / total[:, None])
     tl.store(L + bh * N + i, top + tl.log(total), mask=i < N)
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #25e93d5e
 @triton.jit
-def _bwd_kv(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dK, dV, dP, N, M, H, D,
-            S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-            HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, NEED_P: tl.constexpr,
-            MT: tl.constexpr, IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
+def _bwd_kv(
+    Q,
+    K,
+    V,
+    QV,
+    P,
+    R,
+    G,
+    Bi,
+    dO,
+    L,
+    Delta,
+    dK,
+    dV,
+    dP,
+    N,
+    M,
+    H,
+    D,
+    S0: tl.constexpr,
+    S1: tl.constexpr,
+    S2: tl.constexpr,
+    W0: tl.constexpr,
+    W1: tl.constexpr,
+    W2: tl.constexpr,
+    HAS_P: tl.constexpr,
+    BAND: tl.constexpr,
+    HAS_G: tl.constexpr,
+    HAS_B: tl.constexpr,
+    NEED_P: tl.constexpr,
+    MT: tl.constexpr,
+    IEEE: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BD: tl.constexpr,
+):
     "One block of BN keys against the query blocks that reach it: dK, dV, and P's gradient, pair by pair."
     bh, j0, f = tl.program_id(1), tl.program_id(0) * BN, tl.arange(0, BD)
     j, base = j0 + tl.arange(0, BN), bh * N * D
     k, v = _rows(K, base, j, f, N, D), _rows(V, base, j, f, N, D)
     dk = tl.zeros([BN, BD], tl.float32)
     dv = tl.zeros([BN, BD], tl.float32)
-    lo, hi = _reach(j0, j0 + BN, N, S0, S1, S2, W0, W1, W2)  # the window is symmetric: the queries that reach these keys
+    lo, hi = _reach(
+        j0, j0 + BN, N, S0, S1, S2, W0, W1, W2
+    )  # the window is symmetric: the queries that reach these keys
     for start in range(lo, hi, BM):
         i = start + tl.arange(0, BM)
         q, do = _rows(Q, base, i, f, N, D), _rows(dO, base, i, f, N, D)
         qv = q
-        if BAND: qv = _rows(QV, base, i, f, N, D)
-        lse = tl.load(L + bh * N + i, mask=i < N, other=0.)
-        delta = tl.load(Delta + bh * N + i, mask=i < N, other=0.)
+        if BAND:
+            qv = _rows(QV, base, i, f, N, D)
+        lse = tl.load(L + bh * N + i, mask=i < N, other=0.0)
+        delta = tl.load(Delta + bh * N + i, mask=i < N, other=0.0)
         m, inside = _pairs(i, j, N, S0, S1, S2, W0, W1, W2)
         pre, blo, r = _pre(q, k, qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P=HAS_P, BAND=BAND, MT=MT, IEEE=IEEE)
         s, g = _scores(pre, m, inside, bh, M, H, G, Bi, HAS_G=HAS_G, HAS_B=HAS_B)
@@ -211,22 +354,58 @@ def _bwd_kv(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dK, dV, dP, N, M, H, D,
 def _add_row(X, pos, M, x):
     "Add x into the entries pos (those below M) of the row at X: a program's own row, which no other program touches."
     keep = pos < M
-    tl.store(X + pos, tl.load(X + pos, mask=keep, other=0.) + x, mask=keep)
+    tl.store(X + pos, tl.load(X + pos, mask=keep, other=0.0) + x, mask=keep)
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #c758f773
 @triton.jit
-def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, dG, dB, N, M, H, D,
-           S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
-           HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, NEED_G: tl.constexpr,
-           NEED_B: tl.constexpr, MT: tl.constexpr, IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
+def _bwd_q(
+    Q,
+    K,
+    V,
+    QV,
+    P,
+    R,
+    G,
+    Bi,
+    dO,
+    L,
+    Delta,
+    dQ,
+    dQV,
+    dR,
+    dG,
+    dB,
+    N,
+    M,
+    H,
+    D,
+    S0: tl.constexpr,
+    S1: tl.constexpr,
+    S2: tl.constexpr,
+    W0: tl.constexpr,
+    W1: tl.constexpr,
+    W2: tl.constexpr,
+    HAS_P: tl.constexpr,
+    BAND: tl.constexpr,
+    HAS_G: tl.constexpr,
+    HAS_B: tl.constexpr,
+    NEED_G: tl.constexpr,
+    NEED_B: tl.constexpr,
+    MT: tl.constexpr,
+    IEEE: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BD: tl.constexpr,
+):
     "One block of BM queries against the key blocks it reaches: dQ, this block's rows of dG and db; with BAND d(QV) and its part of dR."
     bh, i0, f = tl.program_id(1), tl.program_id(0) * BM, tl.arange(0, BD)
     i, base = i0 + tl.arange(0, BM), bh * N * D
     q, do = _rows(Q, base, i, f, N, D), _rows(dO, base, i, f, N, D)
     qv = q
-    if BAND: qv = _rows(QV, base, i, f, N, D)
-    lse = tl.load(L + bh * N + i, mask=i < N, other=0.)
-    delta = tl.load(Delta + bh * N + i, mask=i < N, other=0.)
+    if BAND:
+        qv = _rows(QV, base, i, f, N, D)
+    lse = tl.load(L + bh * N + i, mask=i < N, other=0.0)
+    delta = tl.load(Delta + bh * N + i, mask=i < N, other=0.0)
     dq = tl.zeros([BM, BD], tl.float32)
     dqv = tl.zeros([BM, BD], tl.float32)
     row = (bh * tl.num_programs(0) + tl.program_id(0)).to(tl.int64) * M  # this program's own row of dG and dB
@@ -242,24 +421,32 @@ def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, dG, dB, N, M, H,
         ds = w * (_dot(do, tl.trans(v), IEEE) - delta[:, None])  # the gradient of the score
         dpre = ds * g
         dq += _dot(dpre, k, IEEE)
-        if BAND or NEED_G or NEED_B:  # the reverse gather: each query's key (if in this tile) at each position of the band
+        if (
+            BAND or NEED_G or NEED_B
+        ):  # the reverse gather: each query's key (if in this tile) at each position of the band
             first = blo
-            if not BAND: first = _first(m, inside, M)
+            if not BAND:
+                first = _first(m, inside, M)
             pos = first + tl.arange(0, MT)
             key, ok = _window_keys(i, pos, N, M, S0, S1, S2, W0, W1, W2)
             ok = ok & (key >= start) & (key < start + BN)  # a key of this tile
             at = tl.where(ok, key - start, 0)
-            if NEED_G: _add_row(dG + row, pos, M, tl.sum(tl.where(ok, tl.gather(ds * pre, at, 1), 0.), 0))
-            if NEED_B: _add_row(dB + row, pos, M, tl.sum(tl.where(ok, tl.gather(ds, at, 1), 0.), 0))
+            if NEED_G:
+                _add_row(dG + row, pos, M, tl.sum(tl.where(ok, tl.gather(ds * pre, at, 1), 0.0), 0))
+            if NEED_B:
+                _add_row(dB + row, pos, M, tl.sum(tl.where(ok, tl.gather(ds, at, 1), 0.0), 0))
             if BAND:
-                dband = tl.where(ok, tl.gather(dpre, at, 1), 0.)
+                dband = tl.where(ok, tl.gather(dpre, at, 1), 0.0)
                 dqv += _dot(dband, r, IEEE)
                 ptr = part + pos[:, None] * D + f[None, :]
                 keep = (pos[:, None] < M) & (f[None, :] < D)
-                tl.store(ptr, tl.load(ptr, mask=keep, other=0.) + _dot(tl.trans(dband), qv.to(tl.float32), IEEE), mask=keep)
+                tl.store(
+                    ptr, tl.load(ptr, mask=keep, other=0.0) + _dot(tl.trans(dband), qv.to(tl.float32), IEEE), mask=keep
+                )
             tl.debug_barrier()  # the next tile reads these rows back, maybe in other threads
     _put_rows(dQ, base, i, f, N, D, dq)
-    if BAND: _put_rows(dQV, base, i, f, N, D, dqv)
+    if BAND:
+        _put_rows(dQV, base, i, f, N, D, dqv)
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #16749723
 def _launch_args(q: Tensor, block: int) -> dict:
@@ -269,6 +456,7 @@ def _launch_args(q: Tensor, block: int) -> dict:
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #9fd6fad4
 class _Fused(torch.autograd.Function):
     "The kernels as one differentiable operation of (q, k, value, P or (QV, R), G, Bi); tables in float32."
+
     @staticmethod
     def forward(ctx, q, k, value, P, QV, R, G, Bi, S, W, block):
         B, H, N, D = q.shape
@@ -278,8 +466,9 @@ class _Fused(torch.autograd.Function):
         MT = _band_width(S, W, block) if QV is not None else 16
         flags = dict(HAS_P=P is not None, BAND=QV is not None, HAS_G=G is not None, HAS_B=Bi is not None, MT=MT)
         consts = dict(N=N, M=M, H=H, D=D, **_constants(S, W), **flags, **_launch_args(q, block))
-        _fwd[(triton.cdiv(N, block), B * H)](Q=q, K=k, V=value, QV=pick(QV), P=pick(P), R=pick(R), G=pick(G), Bi=pick(Bi),
-                                             O=out, L=lse, **consts)
+        _fwd[(triton.cdiv(N, block), B * H)](
+            Q=q, K=k, V=value, QV=pick(QV), P=pick(P), R=pick(R), G=pick(G), Bi=pick(Bi), O=out, L=lse, **consts
+        )
         ctx.save_for_backward(q, k, value, P, QV, R, G, Bi, out, lse)
         ctx.geometry, ctx.block, ctx.consts = (S, W), block, consts
         return out
@@ -302,10 +491,21 @@ class _Fused(torch.autograd.Function):
         dQV = torch.empty_like(QV) if QV is not None else None
         dRp = torch.zeros(B * H, nq, M, D, device=q.device, dtype=torch.float32) if QV is not None else None
         pick = lambda x: x if x is not None else lse
-        inputs = dict(Q=q, K=k, V=value, QV=pick(QV), P=pick(P), R=pick(R), G=pick(G), Bi=pick(Bi), dO=do, L=lse, Delta=delta)
+        inputs = dict(
+            Q=q, K=k, V=value, QV=pick(QV), P=pick(P), R=pick(R), G=pick(G), Bi=pick(Bi), dO=do, L=lse, Delta=delta
+        )
         _bwd_kv[(nq, B * H)](**inputs, dK=dk, dV=dv, dP=pick(dP), NEED_P=dP is not None, **consts)
-        _bwd_q[(nq, B * H)](**inputs, dQ=dq, dQV=pick(dQV), dR=pick(dRp), dG=pick(dG), dB=pick(dB), NEED_G=dG is not None,
-                            NEED_B=dB is not None, **qconsts)
+        _bwd_q[(nq, B * H)](
+            **inputs,
+            dQ=dq,
+            dQV=pick(dQV),
+            dR=pick(dRp),
+            dG=pick(dG),
+            dB=pick(dB),
+            NEED_G=dG is not None,
+            NEED_B=dB is not None,
+            **qconsts,
+        )
         sum_rows = lambda t: None if t is None else t.sum((0, 2))  # over images and blocks of queries
         dR = None if dRp is None else dRp.view(B, H, nq, M, D).sum((0, 2))
         return dq, dk, dv, dP, dQV, dR, sum_rows(dG), sum_rows(dB), None, None, None
@@ -316,31 +516,41 @@ INTERPRETED = type(_fwd).__name__ == 'InterpretedFunction'  # made under TRITON_
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #dd3857b6
 def _head_table(table: Tensor | None, H: int) -> Tensor | None:
     "A table over the window's positions, [M] or [M, H], as [H, M] in float32."
-    if table is None: return None
+    if table is None:
+        return None
     return (table.T if table.dim() == 2 else table.expand(H, -1)).float().contiguous()
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #748c0197
 def _check_call(t: PositionTerms, S: tuple, q: Tensor, block, band) -> None:
     "A ValueError for what the kernels cannot take (before any work), naming the versions that can."
     version = 'triton_band' if band is True else 'triton'
-    if why := refusal(version, slots=t.slots, dims=len(S)): raise ValueError(why)
+    if why := refusal(version, slots=t.slots, dims=len(S)):
+        raise ValueError(why)
     if isinstance(block, bool) or not isinstance(block, int) or block < 16 or block & (block - 1):
         raise ValueError(f"block={block!r} must be a power of two, at least 16")
-    if not isinstance(band, bool): raise ValueError(f"band={band!r} must be True or False")
-    if why := refusal(version, device=q.device, dtype=q.dtype, interpreted=INTERPRETED): raise ValueError(why)
+    if not isinstance(band, bool):
+        raise ValueError(f"band={band!r} must be True or False")
+    if why := refusal(version, device=q.device, dtype=q.dtype, interpreted=INTERPRETED):
+        raise ValueError(why)
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #70e4453f
 @torch.compiler.disable  # hand-launched kernels: torch.compile calls them as they are, as it does fast
-def attend_triton(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
-                  u: Tensor, # content bias [H, d_H]
-                  v: Tensor | None, # positional bias [H, d_H]; None without a PE
-                  structure_size: Sequence[int],
-                  span_size: Sequence[int], # the window; RelativeSize means no mask
-                  encode: Encode | None = None, gaussian: Gauss | None = None,
-                  *, terms: PositionTerms | None = None, # the slots of an encoding (VERSION_TABLE['triton'].slots), in place of encode and gaussian
-                  block: int = 64, # queries and keys per tile: a power of two, at least 16
-                  band: bool = False # the positional term computed in the kernels (memory O(N)) instead of read from P (O(N M))
-                 ) -> Tensor: # [B, H, N, d_H]
+def attend_triton(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # queries, keys, values [B, H, N, d_H]
+    u: Tensor,  # content bias [H, d_H]
+    v: Tensor | None,  # positional bias [H, d_H]; None without a PE
+    structure_size: Sequence[int],
+    span_size: Sequence[int],  # the window; RelativeSize means no mask
+    encode: Encode | None = None,
+    gaussian: Gauss | None = None,
+    *,
+    terms: PositionTerms
+    | None = None,  # the slots of an encoding (VERSION_TABLE['triton'].slots), in place of encode and gaussian
+    block: int = 64,  # queries and keys per tile: a power of two, at least 16
+    band: bool = False,  # the positional term computed in the kernels (memory O(N)) instead of read from P (O(N M))
+) -> Tensor:  # [B, H, N, d_H]
     "Version 1's attention in posattn's own Triton kernels, forward and backward, over the key blocks the window reaches; positions from P or the band."
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     _check_call(t, S, q, block, band)
@@ -349,13 +559,19 @@ def attend_triton(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [
     offsets = relative_offsets(W, q.device).reshape(-1, len(S))  # the window's positions [M, n]
     P = QV = R = None
     if t.query is not None:
-        E, qv = t.query(offsets).reshape(-1, H, d), (q if v is None else q + v[:, None]) * scale  # [M, H, d_H], [B, H, N, d_H]
-        if band: QV, R = qv.contiguous(), E.permute(1, 0, 2).float().contiguous()
-        else: P = torch.einsum('bhnd,mhd->bhnm', qv, E).float().contiguous()  # [B, H, N, M]
+        E, qv = (
+            t.query(offsets).reshape(-1, H, d),
+            (q if v is None else q + v[:, None]) * scale,
+        )  # [M, H, d_H], [B, H, N, d_H]
+        if band:
+            QV, R = qv.contiguous(), E.permute(1, 0, 2).float().contiguous()
+        else:
+            P = torch.einsum('bhnd,mhd->bhnm', qv, E).float().contiguous()  # [B, H, N, M]
     G, Bi = (_head_table(None if f is None else f(offsets), H) for f in (t.factor, t.bias))
     masked = W != relative_size(S)
     finite = value.masked_fill(~torch.isfinite(value), 0) if masked else value
     S3, W3 = _geometry(S, W)
-    out = _Fused.apply(((q + u[:, None]) * scale).contiguous(), k.contiguous(), finite.contiguous(), P, QV, R, G, Bi, S3, W3,
-                       block)
+    out = _Fused.apply(
+        ((q + u[:, None]) * scale).contiguous(), k.contiguous(), finite.contiguous(), P, QV, R, G, Bi, S3, W3, block
+    )
     return out + nonfinite_part(value, span_mask(W, S, q.device)).to(out.dtype) if masked else out

@@ -19,19 +19,22 @@ from ..core.scores import relative_scores, attention_logits, weighted_sum
 from ..encodings.terms import PositionTerms, position_terms
 
 # %% ../../nbs/20_layers.version1.ipynb #6742ede5
-def spread(e: Tensor, # a relative grid [*RelativeSize, *features]
-           structure_size: Sequence[int]) -> Tensor: # [N, N, *features]
+def spread(
+    e: Tensor,  # a relative grid [*RelativeSize, *features]
+    structure_size: Sequence[int],
+) -> Tensor:  # [N, N, *features]
     "Algorithm 9: out[i, j] = e[j - i] for every query i and key j (unfold, flip, flatten)."
     n = len(structure_size)
-    for k, s in enumerate(structure_size): e = e.unfold(k, s, 1)  # [*S (start), *f, *S (key)]
+    for k, s in enumerate(structure_size):
+        e = e.unfold(k, s, 1)  # [*S (start), *f, *S (key)]
     e = e.flip(list(range(n)))  # query i reads the run that starts at S - 1 - i
     f = e.dim() - 2 * n
     e = e.permute(*range(n), *range(n + f, 2 * n + f), *range(n, n + f))
     N = math.prod(structure_size)
-    return e.reshape(N, N, *e.shape[2 * n:])
+    return e.reshape(N, N, *e.shape[2 * n :])
 
 # %% ../../nbs/20_layers.version1.ipynb #596b46f0
-def span_mask(span_size: Sequence[int], structure_size: Sequence[int], device=None) -> Tensor: # bool [N, N]
+def span_mask(span_size: Sequence[int], structure_size: Sequence[int], device=None) -> Tensor:  # bool [N, N]
     "Algorithm 10: True where key j lies inside the SpanSize window of query i."
     n, N = len(structure_size), math.prod(structure_size)
     mask = torch.ones((1,) * 2 * n, dtype=torch.bool, device=device)
@@ -47,28 +50,52 @@ def span_mask(span_size: Sequence[int], structure_size: Sequence[int], device=No
 Encode = Callable[[Tensor], Tensor]  # integer offsets [..., n] -> per-head encodings [..., H, d_H]
 Gauss = Callable[[Tensor], Tensor]  # integer offsets [..., n] -> Gaussian weights [...]
 
-def check_attend_args(q: Tensor, k: Tensor, value: Tensor, u: Tensor, v: Tensor | None, structure_size,
-                      span_size, encode: Encode | None = None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+
+def check_attend_args(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,
+    u: Tensor,
+    v: Tensor | None,
+    structure_size,
+    span_size,
+    encode: Encode | None = None,
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
     "The one check of the arguments of every `attend_*`; returns (StructureSize, SpanSize) as tuples of ints."
     S = check_structure_size(structure_size)
     R, N = relative_size(S), math.prod(S)
     W = tuple(span_size) if isinstance(span_size, Iterable) and not isinstance(span_size, str) else span_size
-    if not (isinstance(W, tuple) and len(W) == len(S) and all(
-            isinstance(w, Integral) and not isinstance(w, bool) and w % 2 == 1 and 1 <= w <= r for w, r in zip(W, R))):
-        raise ValueError(f"span_size={list(W) if isinstance(W, tuple) else W!r} must hold one odd integer from 1 to "
-                         f"2S-1={list(R)} per dimension of structure_size={list(S)}")
+    if not (
+        isinstance(W, tuple)
+        and len(W) == len(S)
+        and all(
+            isinstance(w, Integral) and not isinstance(w, bool) and w % 2 == 1 and 1 <= w <= r for w, r in zip(W, R)
+        )
+    ):
+        raise ValueError(
+            f"span_size={list(W) if isinstance(W, tuple) else W!r} must hold one odd integer from 1 to "
+            f"2S-1={list(R)} per dimension of structure_size={list(S)}"
+        )
     if q.dim() != 4 or q.shape[2] != N or k.shape != q.shape or value.shape != q.shape:
-        raise ValueError(f"q, k, value must all be [B, H, N, d_H] with N={N} (structure_size={list(S)}); "
-                         f"got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(value.shape)}")
+        raise ValueError(
+            f"q, k, value must all be [B, H, N, d_H] with N={N} (structure_size={list(S)}); "
+            f"got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(value.shape)}"
+        )
     hd = (q.shape[1], q.shape[3])
     if u.shape != hd or (v is not None and v.shape != hd):
-        raise ValueError(f"u and v must be [H, d_H] = {list(hd)}; got {tuple(u.shape)} and {None if v is None else tuple(v.shape)}")
+        raise ValueError(
+            f"u and v must be [H, d_H] = {list(hd)}; got {tuple(u.shape)} and {None if v is None else tuple(v.shape)}"
+        )
     if (v is None) != (encode is None):
-        raise ValueError(f"v is {'None' if v is None else 'given'} but encode is {'None' if encode is None else 'given'}: "
-                         "the positional bias v scores the encodings, so give both or neither")
+        raise ValueError(
+            f"v is {'None' if v is None else 'given'} but encode is {'None' if encode is None else 'given'}: "
+            "the positional bias v scores the encodings, so give both or neither"
+        )
     ts = [t for t in (q, k, value, u, v) if t is not None]
     if len({(t.dtype, t.device) for t in ts}) > 1:
-        raise ValueError(f"q, k, value, u, v must share one dtype and device; got {[f'{t.dtype} on {t.device}' for t in ts]}")
+        raise ValueError(
+            f"q, k, value, u, v must share one dtype and device; got {[f'{t.dtype} on {t.device}' for t in ts]}"
+        )
     return S, tuple(int(w) for w in W)
 
 # %% ../../nbs/20_layers.version1.ipynb #66867624
@@ -76,36 +103,64 @@ def _heads_first(x: Tensor | None) -> Tensor | None:
     "A spread per-head table [N, N, H] as [H, N, N]; a shared one [N, N] unchanged."
     return x.permute(2, 0, 1) if x is not None and x.dim() == 3 else x
 
-def attend_setup(q: Tensor, k: Tensor, value: Tensor, u: Tensor, v: Tensor | None, structure_size, span_size,
-                 encode: Encode | None = None, gaussian: Gauss | None = None, terms: PositionTerms | None = None):
+
+def attend_setup(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,
+    u: Tensor,
+    v: Tensor | None,
+    structure_size,
+    span_size,
+    encode: Encode | None = None,
+    gaussian: Gauss | None = None,
+    terms: PositionTerms | None = None,
+):
     "The first steps of every attend_* that takes terms: the call's PositionTerms, S and W checked, and q, k, u after a rotation."
     t = position_terms(encode, gaussian, terms)
-    S, W = check_attend_args(q, k, value, u, v, structure_size, span_size,
-                             t.query if terms is not None and v is not None else encode)  # v needs a query slot
-    if t.rotate is not None: q, k, u = t.rotate(q + u[:, None]), t.rotate(k), torch.zeros_like(u)  # rotate first
+    S, W = check_attend_args(
+        q, k, value, u, v, structure_size, span_size, t.query if terms is not None and v is not None else encode
+    )  # v needs a query slot
+    if t.rotate is not None:
+        q, k, u = t.rotate(q + u[:, None]), t.rotate(k), torch.zeros_like(u)  # rotate first
     return t, S, W, q, k, u
 
-def v1_logits(q: Tensor, k: Tensor, u: Tensor, v: Tensor | None, # after attend_setup
-              S: tuple[int, ...], W: tuple[int, ...], t: PositionTerms) -> Tensor: # [B, H, N, N]
+
+def v1_logits(
+    q: Tensor,
+    k: Tensor,
+    u: Tensor,
+    v: Tensor | None,  # after attend_setup
+    S: tuple[int, ...],
+    W: tuple[int, ...],
+    t: PositionTerms,
+) -> Tensor:  # [B, H, N, N]
     "Version 1's logits of every pair: Formula 1's terms, the Gaussian, the scaling and a bias, -inf outside the window."
     full = relative_size(S)
     offsets = relative_offsets(full, q.device)
     grid = lambda f: spread(f(offsets), S) if f is not None else None  # [N, N, ...]
     p = grid(t.query)  # [N, N, H, d_H]
     a = relative_scores(q, k, u, v if v is not None or p is None else torch.zeros_like(u), p)  # [B, H, N, N]
-    if t.key is not None: a = a + torch.einsum('bhkd,qkhd->bhqk', k, grid(t.key))
+    if t.key is not None:
+        a = a + torch.einsum('bhkd,qkhd->bhqk', k, grid(t.key))
     g = _heads_first(grid(t.factor))  # [N, N] or [H, N, N]
     mask = span_mask(W, S, q.device) if W != full else None
     return attention_logits(a * t.scale if t.scale != 1 else a, q.shape[-1], g, mask, _heads_first(grid(t.bias)))
 
-def attend_v1(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
-              u: Tensor, # content bias [H, d_H]
-              v: Tensor | None, # positional bias [H, d_H]; None without a PE
-              structure_size: Sequence[int],
-              span_size: Sequence[int], # the window; RelativeSize means no mask
-              encode: Encode | None = None, gaussian: Gauss | None = None,
-              *, terms: PositionTerms | None = None # every slot of an encoding, in place of encode and gaussian
-             ) -> Tensor: # [B, H, N, d_H]
+
+def attend_v1(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # queries, keys, values [B, H, N, d_H]
+    u: Tensor,  # content bias [H, d_H]
+    v: Tensor | None,  # positional bias [H, d_H]; None without a PE
+    structure_size: Sequence[int],
+    span_size: Sequence[int],  # the window; RelativeSize means no mask
+    encode: Encode | None = None,
+    gaussian: Gauss | None = None,
+    *,
+    terms: PositionTerms | None = None,  # every slot of an encoding, in place of encode and gaussian
+) -> Tensor:  # [B, H, N, d_H]
     "Version 1: relative positional attention with differentiable span on full N x N tensors."
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     w = v1_logits(q, k, u, v, S, W, t).softmax(-1)

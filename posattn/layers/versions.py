@@ -19,13 +19,15 @@ from .version1 import Encode, Gauss, check_attend_args
 from ..encodings.terms import PositionTerms, position_terms
 
 # %% ../../nbs/21_layers.versions.ipynb #40d64bdb
-def _unfold(x: Tensor, # [..., *size_in, *features], positional dims starting at `first`
-            first: int, # index of the first positional dimension
-            size: Sequence[int] # window along each positional dimension
-           ) -> Tensor: # [..., *(size_in - size + 1), *size, *features] (a view)
+def _unfold(
+    x: Tensor,  # [..., *size_in, *features], positional dims starting at `first`
+    first: int,  # index of the first positional dimension
+    size: Sequence[int],  # window along each positional dimension
+) -> Tensor:  # [..., *(size_in - size + 1), *size, *features] (a view)
     "Every window of `size` along the positional dimensions, window dimensions placed after the positions."
     n = len(size)
-    for j, p in enumerate(size): x = x.unfold(first + j, p, 1)
+    for j, p in enumerate(size):
+        x = x.unfold(first + j, p, 1)
     return x.movedim(list(range(-n, 0)), list(range(first + n, first + 2 * n)))
 
 # %% ../../nbs/21_layers.versions.ipynb #0d0c5498
@@ -33,14 +35,17 @@ def patch_size_v2(span_size: Sequence[int], structure_size: Sequence[int]) -> tu
     "Version 2's PatchSize: min(SpanSize, StructureSize) per dimension."
     return tuple(min(w, s) for w, s in zip(span_size, structure_size))
 
-def _starts(s: int, p: int, device=None) -> Tensor: # [s]
+
+def _starts(s: int, p: int, device=None) -> Tensor:  # [s]
     "First key of the patch of each query along a dimension of size `s`, for a patch of `p` keys."
     return (torch.arange(s, device=device) - (p - 1) // 2).clamp(0, s - p)
 
 # %% ../../nbs/21_layers.versions.ipynb #d6b3fb7e
-def _keys_v2(k: Tensor, # keys (or values) [B, H, N, d_H]
-             structure_size: Sequence[int],
-             patch_size: Sequence[int]) -> Tensor: # K* [B, H, N, N_p, d_H]
+def _keys_v2(
+    k: Tensor,  # keys (or values) [B, H, N, d_H]
+    structure_size: Sequence[int],
+    patch_size: Sequence[int],
+) -> Tensor:  # K* [B, H, N, N_p, d_H]
     "Algorithm 11: the keys of each query's patch (first and last patches repeated), materialised."
     B, H, N, d_head = k.shape
     x = _unfold(k.reshape(B, H, *structure_size, d_head), 2, patch_size)  # [B, H, *(S-p+1), *p, d_H]
@@ -49,29 +54,35 @@ def _keys_v2(k: Tensor, # keys (or values) [B, H, N, d_H]
     return x.reshape(B, H, N, math.prod(patch_size), d_head)
 
 # %% ../../nbs/21_layers.versions.ipynb #2865ce9c
-def _pad_centre(x: Tensor, # [..., *size_in, *features], positional dims starting at `first`
-                first: int, # index of the first positional dimension
-                size: Sequence[int], # wanted size of each positional dimension, >= size_in, same parity
-                value: float = 0.) -> Tensor: # [..., *size, *features]
+def _pad_centre(
+    x: Tensor,  # [..., *size_in, *features], positional dims starting at `first`
+    first: int,  # index of the first positional dimension
+    size: Sequence[int],  # wanted size of each positional dimension, >= size_in, same parity
+    value: float = 0.0,
+) -> Tensor:  # [..., *size, *features]
     "Pad the positional dimensions of `x` equally on both sides to `size` with the constant `value`."
     n = len(size)
     pad = [0, 0] * (x.dim() - first - n)  # F.pad lists the last dimension first
-    for s_in, s in zip(reversed(x.shape[first:first + n]), reversed(size)): pad += [(s - s_in) // 2] * 2
+    for s_in, s in zip(reversed(x.shape[first : first + n]), reversed(size)):
+        pad += [(s - s_in) // 2] * 2
     return F.pad(x, pad, value=value)
 
-def _pe_v2(e: Tensor, # E (or G) on the window's offsets [*SpanSize, *features]
-           structure_size: Sequence[int],
-           patch_size: Sequence[int]) -> Tensor: # P (or G*) [N, N_p, *features]
+
+def _pe_v2(
+    e: Tensor,  # E (or G) on the window's offsets [*SpanSize, *features]
+    structure_size: Sequence[int],
+    patch_size: Sequence[int],
+) -> Tensor:  # P (or G*) [N, N_p, *features]
     "Algorithm 12: pad, unfold, flip, repeat the middle row, flatten."
     n = len(patch_size)
     x = _pad_centre(e, 0, [2 * p - 1 for p in patch_size])  # [*(2p-1), *f]
     x = _unfold(x, 0, patch_size).flip(list(range(n)))  # [*p (row r), *p (position m), *f]
     for j, (s, p) in enumerate(zip(structure_size, patch_size)):
         x = x.index_select(j, torch.arange(s, device=e.device) - _starts(s, p, e.device))  # [*S, *p, *f]
-    return x.reshape(math.prod(structure_size), math.prod(patch_size), *x.shape[2 * n:])
+    return x.reshape(math.prod(structure_size), math.prod(patch_size), *x.shape[2 * n :])
 
 # %% ../../nbs/21_layers.versions.ipynb #21254fbe
-def _band(cond, structure_size, patch_size, device=None) -> Tensor: # bool [N, N_p]
+def _band(cond, structure_size, patch_size, device=None) -> Tensor:  # bool [N, N_p]
     "AND over dimensions of cond(i, m, k) [S_k, p_k], laid out [*S, *p] and flattened."
     n = len(structure_size)
     mask = torch.ones((1,) * 2 * n, dtype=torch.bool, device=device)
@@ -82,49 +93,66 @@ def _band(cond, structure_size, patch_size, device=None) -> Tensor: # bool [N, N
         mask = mask & cond(i, m, k).view(shape)
     return mask.reshape(math.prod(structure_size), math.prod(patch_size))
 
-def _mask_v2(span_size: Sequence[int], structure_size: Sequence[int], patch_size: Sequence[int],
-             device=None) -> Tensor: # bool [N, N_p]
+
+def _mask_v2(
+    span_size: Sequence[int], structure_size: Sequence[int], patch_size: Sequence[int], device=None
+) -> Tensor:  # bool [N, N_p]
     "Algorithm 13: True where position m of query i's patch lies inside the SpanSize window of i."
     S, W, P = structure_size, span_size, patch_size
+
     def inside(i, m, k):
         h = (W[k] - 1) // 2
         return ~(i + h < m) & ~(i - h - S[k] + P[k] > m)
+
     return _band(inside, S, P, device)
 
 # %% ../../nbs/21_layers.versions.ipynb #48a0924d
-def _patch_scores(q: Tensor, # [B, H, N, d_H]
-                  k_star: Tensor, # [B, H, N, N_p, d_H]
-                  u: Tensor, v: Tensor | None, # content and positional bias [H, d_H]
-                  p: Tensor | None # P [N, N_p, H, d_H]
-                 ) -> Tensor: # [B, H, N, N_p]
+def _patch_scores(
+    q: Tensor,  # [B, H, N, d_H]
+    k_star: Tensor,  # [B, H, N, N_p, d_H]
+    u: Tensor,
+    v: Tensor | None,  # content and positional bias [H, d_H]
+    p: Tensor | None,  # P [N, N_p, H, d_H]
+) -> Tensor:  # [B, H, N, N_p]
     "Formula 4: content attention, content bias, positional attention, positional bias."
     a = torch.einsum('bhqd,bhqkd->bhqk', q, k_star) + torch.einsum('hd,bhqkd->bhqk', u, k_star)
     if p is not None:
         a = a + torch.einsum('bhqd,qkhd->bhqk', q, p) + torch.einsum('hd,qkhd->hqk', v, p)
     return a
 
-def _patch_sum(w: Tensor, # weights [B, H, N, N_p]
-               value_star: Tensor, # V* [B, H, N, N_p, d_H]
-               mask: Tensor | None # [N, N_p]
-              ) -> Tensor: # [B, H, N, d_H]
+
+def _patch_sum(
+    w: Tensor,  # weights [B, H, N, N_p]
+    value_star: Tensor,  # V* [B, H, N, N_p, d_H]
+    mask: Tensor | None,  # [N, N_p]
+) -> Tensor:  # [B, H, N, d_H]
     "Each query's weighted sum of its own patch's values; positions outside the mask take no part."
     return weighted_sum(w[..., None, :], value_star, None if mask is None else mask[:, None, :])[..., 0, :]
+
 
 def _paper_slots(name: str, encode: Encode | None, gaussian: Gauss | None, terms: PositionTerms | None):
     "The paper's encoding and Gaussian from either form of a call; Versions 2 and 3 have no place for the other slots."
     t = position_terms(encode, gaussian, terms)
     if other := [s for s in t.slots if s not in ('query', 'factor')]:
-        raise ValueError(f"{name} takes the paper's two slots, query and factor; terms also fill {other}: use attend_v1 or attend_fast")
+        raise ValueError(
+            f"{name} takes the paper's two slots, query and factor; terms also fill {other}: use attend_v1 or attend_fast"
+        )
     return t.query, t.factor
 
-def attend_v2(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
-              u: Tensor, # content bias [H, d_H]
-              v: Tensor | None, # positional bias [H, d_H]; None without a PE
-              structure_size: Sequence[int],
-              span_size: Sequence[int], # the window; RelativeSize means no mask
-              encode: Encode | None = None, gaussian: Gauss | None = None,
-              *, terms: PositionTerms | None = None # the same two slots as PositionTerms(query=encode, factor=gaussian)
-             ) -> Tensor: # [B, H, N, d_H]
+
+def attend_v2(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # queries, keys, values [B, H, N, d_H]
+    u: Tensor,  # content bias [H, d_H]
+    v: Tensor | None,  # positional bias [H, d_H]; None without a PE
+    structure_size: Sequence[int],
+    span_size: Sequence[int],  # the window; RelativeSize means no mask
+    encode: Encode | None = None,
+    gaussian: Gauss | None = None,
+    *,
+    terms: PositionTerms | None = None,  # the same two slots as PositionTerms(query=encode, factor=gaussian)
+) -> Tensor:  # [B, H, N, d_H]
     "Version 2: attention over each query's patch of min(SpanSize, StructureSize) keys, K* and V* materialised."
     encode, gaussian = _paper_slots('attend_v2', encode, gaussian, terms)
     S, W = check_attend_args(q, k, value, u, v, structure_size, span_size, encode)
@@ -138,51 +166,66 @@ def attend_v2(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H
     return _patch_sum(w, value_star, mask)
 
 # %% ../../nbs/21_layers.versions.ipynb #db1c9b92
-def _keys_v3(k: Tensor, # keys (or values) [B, H, N, d_H]
-             structure_size: Sequence[int],
-             span_size: Sequence[int]) -> Tensor: # K* [B, H, N, N_p, d_H]
+def _keys_v3(
+    k: Tensor,  # keys (or values) [B, H, N, d_H]
+    structure_size: Sequence[int],
+    span_size: Sequence[int],
+) -> Tensor:  # K* [B, H, N, N_p, d_H]
     "Algorithm 14: pad the keys with c = 0, unfold a window of SpanSize around every query, materialised."
     B, H, N, d_head = k.shape
-    x = _pad_centre(k.reshape(B, H, *structure_size, d_head), 2,
-                    [s + w - 1 for s, w in zip(structure_size, span_size)])  # [B, H, *(S+W-1), d_H]
+    x = _pad_centre(
+        k.reshape(B, H, *structure_size, d_head), 2, [s + w - 1 for s, w in zip(structure_size, span_size)]
+    )  # [B, H, *(S+W-1), d_H]
     x = _unfold(x, 2, span_size)  # [B, H, *S, *W, d_H], a view
     return x.reshape(B, H, N, math.prod(span_size), d_head).contiguous()  # in 1-D reshape alone would keep the view
 
 # %% ../../nbs/21_layers.versions.ipynb #6ecca8d2
-def _pe_v3(e: Tensor, # E (or G) on the window's offsets [*SpanSize, *features]
-           span_size: Sequence[int]) -> Tensor: # E-hat (or G-hat) [N_p, *features]
+def _pe_v3(
+    e: Tensor,  # E (or G) on the window's offsets [*SpanSize, *features]
+    span_size: Sequence[int],
+) -> Tensor:  # E-hat (or G-hat) [N_p, *features]
     "Version 3's E-hat and G-hat: the window's grid, flattened; one row shared by all queries."
-    return e.reshape(math.prod(span_size), *e.shape[len(span_size):])
+    return e.reshape(math.prod(span_size), *e.shape[len(span_size) :])
 
 # %% ../../nbs/21_layers.versions.ipynb #cbf02f34
-def _mask_v3(span_size: Sequence[int], structure_size: Sequence[int], device=None) -> Tensor: # bool [N, N_p]
+def _mask_v3(span_size: Sequence[int], structure_size: Sequence[int], device=None) -> Tensor:  # bool [N, N_p]
     "Algorithm 15: True where position m of query i's window holds a key of the structure (not padding)."
     S, W = structure_size, span_size
+
     def real(i, m, k):
         h = (W[k] - 1) // 2
         return ~(i + m < h) & ~(i + m > h + S[k] - 1)
+
     return _band(real, S, W, device)
 
 # %% ../../nbs/21_layers.versions.ipynb #7b4df1e7
-def _window_scores(q: Tensor, # [B, H, N, d_H]
-                   k_star: Tensor, # [B, H, N, N_p, d_H]
-                   u: Tensor, v: Tensor | None, # content and positional bias [H, d_H]
-                   e_hat: Tensor | None # [N_p, H, d_H]
-                  ) -> Tensor: # [B, H, N, N_p]
+def _window_scores(
+    q: Tensor,  # [B, H, N, d_H]
+    k_star: Tensor,  # [B, H, N, N_p, d_H]
+    u: Tensor,
+    v: Tensor | None,  # content and positional bias [H, d_H]
+    e_hat: Tensor | None,  # [N_p, H, d_H]
+) -> Tensor:  # [B, H, N, N_p]
     "Formula 5: Formula 4 with the rows of P replaced by the one shared E-hat."
     a = torch.einsum('bhqd,bhqkd->bhqk', q, k_star) + torch.einsum('hd,bhqkd->bhqk', u, k_star)
     if e_hat is not None:
         a = a + torch.einsum('bhqd,khd->bhqk', q, e_hat) + torch.einsum('hd,khd->hk', v, e_hat)[:, None, :]
     return a
 
-def attend_v3(q: Tensor, k: Tensor, value: Tensor, # queries, keys, values [B, H, N, d_H]
-              u: Tensor, # content bias [H, d_H]
-              v: Tensor | None, # positional bias [H, d_H]; None without a PE
-              structure_size: Sequence[int],
-              span_size: Sequence[int], # the window, also the patch
-              encode: Encode | None = None, gaussian: Gauss | None = None,
-              *, terms: PositionTerms | None = None # the same two slots as PositionTerms(query=encode, factor=gaussian)
-             ) -> Tensor: # [B, H, N, d_H]
+
+def attend_v3(
+    q: Tensor,
+    k: Tensor,
+    value: Tensor,  # queries, keys, values [B, H, N, d_H]
+    u: Tensor,  # content bias [H, d_H]
+    v: Tensor | None,  # positional bias [H, d_H]; None without a PE
+    structure_size: Sequence[int],
+    span_size: Sequence[int],  # the window, also the patch
+    encode: Encode | None = None,
+    gaussian: Gauss | None = None,
+    *,
+    terms: PositionTerms | None = None,  # the same two slots as PositionTerms(query=encode, factor=gaussian)
+) -> Tensor:  # [B, H, N, d_H]
     "Version 3: attention over a SpanSize window around each query, keys padded, K* and V* materialised."
     encode, gaussian = _paper_slots('attend_v3', encode, gaussian, terms)
     S, W = check_attend_args(q, k, value, u, v, structure_size, span_size, encode)

@@ -22,15 +22,24 @@ from ..layers.gam import GeneralizedAttention
 from ..encodings.catalogue import ABSOLUTE, make_absolute
 
 # %% ../../nbs/30_model.classifier.ipynb #9c1d85ef
-ATTENTIONS = {'positional': PositionalSelfAttention, 'linear': LinearSelfAttention, 'gam': GeneralizedAttention}  # the attention of every block
+ATTENTIONS = {
+    'positional': PositionalSelfAttention,
+    'linear': LinearSelfAttention,
+    'gam': GeneralizedAttention,
+}  # the attention of every block
+
 
 class EncoderBlock(nn.Module):
     "A post-norm transformer encoder layer around a self-attention of `ATTENTIONS`."
-    def __init__(self, d: int = 64, # features
-                 ffn: int = 128, # hidden width of the feed-forward network
-                 dropout: float = 0.1, # dropout after attention and feed-forward, and inside the FFN
-                 attention: str = 'positional', # a key of ATTENTIONS
-                 **options): # options of that attention (heads, pe, dims, span, threshold, version, ...)
+
+    def __init__(
+        self,
+        d: int = 64,  # features
+        ffn: int = 128,  # hidden width of the feed-forward network
+        dropout: float = 0.1,  # dropout after attention and feed-forward, and inside the FFN
+        attention: str = 'positional',  # a key of ATTENTIONS
+        **options,
+    ):  # options of that attention (heads, pe, dims, span, threshold, version, ...)
         """A post-norm encoder layer; call it as block(x [B, N, d], structure_size) -> [B, N, d].
 
         d: features (64); ffn: hidden width of the feed-forward network (128); dropout: the rate after the attention
@@ -43,8 +52,11 @@ class EncoderBlock(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.drop1, self.drop2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, # [B, N, d]
-                structure_size: Sequence[int]) -> Tensor: # [B, N, d]
+    def forward(
+        self,
+        x: Tensor,  # [B, N, d]
+        structure_size: Sequence[int],
+    ) -> Tensor:  # [B, N, d]
         "Attention then feed-forward, each followed by its residual sum and LayerNorm."
         x = self.norm1(x + self.drop1(self.attention(x, structure_size)))
         return self.norm2(x + self.drop2(self.ffn(x)))
@@ -52,29 +64,41 @@ class EncoderBlock(nn.Module):
 # %% ../../nbs/30_model.classifier.ipynb #86cbf6dd
 def _shared_spe(attention: str, d: int, options: dict) -> SPE | None:
     "Linear attention with `spe='sine'|'conv'`: ONE SPE built from `options`, which then hold it for every block."
-    if attention != 'linear' or options.get('spe') is None: return None
+    if attention != 'linear' or options.get('spe') is None:
+        return None
     keys = ('gated', 'realisations', 'sines', 'kernel_size')
-    spe = make_spe(options.pop('spe'), options['dims'], d, options.get('heads', 8),
-                   **{k: options.pop(k) for k in keys if k in options})
+    spe = make_spe(
+        options.pop('spe'),
+        options['dims'],
+        d,
+        options.get('heads', 8),
+        **{k: options.pop(k) for k in keys if k in options},
+    )
     options['spe'] = spe
     return spe
 
 # %% ../../nbs/30_model.classifier.ipynb #18c2be66
 def _absolute_position(attention: str, d: int, structure_size: tuple[int, ...], options: dict) -> nn.Module | None:
     "An absolute `pe` of `options` ('sinusoidal', 'learned'), built for the tokens; `options` then hold the blocks' pe."
-    if options.get('pe') not in ABSOLUTE: return None
+    if options.get('pe') not in ABSOLUTE:
+        return None
     position = make_absolute(options.pop('pe'), structure_size, d, options.pop('pe_options', None))
-    if attention == 'positional': options['pe'] = 'none'
+    if attention == 'positional':
+        options['pe'] = 'none'
     return position
 
 # %% ../../nbs/30_model.classifier.ipynb #5a774c26
 class _LayerReport:
     "`version` and `spans()` of a model with EncoderBlocks `blocks` over a structure `structure_size`."
+
     @property
-    def version(self) -> str: return self.blocks[0].attention.version
+    def version(self) -> str:
+        return self.blocks[0].attention.version
+
     @version.setter
     def version(self, name: str):
-        for block in self.blocks: block.attention.version = name
+        for block in self.blocks:
+            block.attention.version = name
 
     def spans(self) -> list[dict]:
         "Each layer's sigma and SpanSize (None and RelativeSize without a span); learned w0 [initial, hidden]; a covariance span's L."
@@ -83,16 +107,20 @@ class _LayerReport:
 # %% ../../nbs/30_model.classifier.ipynb #a6a7a7b6
 class Classifier(_LayerReport, nn.Module):
     "Figure 1: token embedding, N_b positional encoder blocks, the last token read out into class scores."
-    def __init__(self, channels: int, # C, features per pixel
-                 classes: int, # number of classes
-                 structure_size: Sequence[int], # S of the input
-                 d: int = 64, # features
-                 blocks: int = 6, # N_b
-                 ffn: int = 128, # hidden width of each feed-forward network
-                 head_hidden: int = 64, # hidden width of the output head
-                 dropout: float = 0.1, # every dropout rate
-                 attention: str = 'positional', # the attention of every block, a key of ATTENTIONS
-                 **options): # options of that attention (heads, pe, dims, span, threshold, version, ...)
+
+    def __init__(
+        self,
+        channels: int,  # C, features per pixel
+        classes: int,  # number of classes
+        structure_size: Sequence[int],  # S of the input
+        d: int = 64,  # features
+        blocks: int = 6,  # N_b
+        ffn: int = 128,  # hidden width of each feed-forward network
+        head_hidden: int = 64,  # hidden width of the output head
+        dropout: float = 0.1,  # every dropout rate
+        attention: str = 'positional',  # the attention of every block, a key of ATTENTIONS
+        **options,
+    ):  # options of that attention (heads, pe, dims, span, threshold, version, ...)
         """Figure 1's classifier; call it as model(x [B, *structure_size, C]) -> class scores [B, classes].
 
         channels: C, features per pixel; classes: the number of classes; structure_size: S of the input ([H, W], or
@@ -110,17 +138,29 @@ class Classifier(_LayerReport, nn.Module):
         self.spe = _shared_spe(attention, d, options)
         self.embed = nn.Sequential(nn.Dropout(dropout), nn.Linear(channels, d))
         self.blocks = nn.ModuleList(EncoderBlock(d, ffn, dropout, attention, **options) for _ in range(blocks))
-        self.head = nn.Sequential(nn.Linear(d, head_hidden), nn.LayerNorm(head_hidden), nn.ReLU(),
-                                  nn.Dropout(dropout), nn.Linear(head_hidden, classes))
+        self.head = nn.Sequential(
+            nn.Linear(d, head_hidden),
+            nn.LayerNorm(head_hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(head_hidden, classes),
+        )
 
-    def forward(self, x: Tensor # images [B, *S, C], channels last
-               ) -> Tensor: # class scores [B, classes]
+    def forward(
+        self,
+        x: Tensor,  # images [B, *S, C], channels last
+    ) -> Tensor:  # class scores [B, classes]
         "Class scores of a batch of images: on `structure_size`, or any grid with as many dimensions."
         S, n = tuple(x.shape[1:-1]), len(self.structure_size)
-        if len(S) != n: raise ValueError(f"x has shape {tuple(x.shape)}; expected [B, {n} grid size(s), C], e.g. "
-                                         f"[B, {', '.join(map(str, self.structure_size))}, C], the grid it was built on")
+        if len(S) != n:
+            raise ValueError(
+                f"x has shape {tuple(x.shape)}; expected [B, {n} grid size(s), C], e.g. "
+                f"[B, {', '.join(map(str, self.structure_size))}, C], the grid it was built on"
+            )
         x = self.embed(x.flatten(1, -2))  # [B, N, d]
-        if self.position is not None: x = self.position(x, S)
+        if self.position is not None:
+            x = self.position(x, S)
         with self.spe.shared_draw() if self.spe is not None else nullcontext():  # one SPE draw per forward pass
-            for block in self.blocks: x = block(x, S)
+            for block in self.blocks:
+                x = block(x, S)
         return self.head(x[:, -1])

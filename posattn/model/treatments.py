@@ -15,113 +15,143 @@ from ..core.checks import check_choice
 from .classifier import Classifier
 
 # %% ../../nbs/32_model.treatments.ipynb #8cb123fb
-_PE_OPTIONS = {('rel_bias', 1): dict(pe_options=dict(buckets=32)),  # T5's buckets along the 1,024-pixel sequence
-                ('rel_bias', 2): dict(pe_options=dict(max_offset=31))}  # the full 63 x 63 table of a 32 x 32 image
-W0_GRID = (0.1, 1., 3., 10., 30., 100.)  # omega_0 = omega_0,initial of the sensitivity study; 10 is the paper's
+_PE_OPTIONS = {
+    ('rel_bias', 1): dict(pe_options=dict(buckets=32)),  # T5's buckets along the 1,024-pixel sequence
+    ('rel_bias', 2): dict(pe_options=dict(max_offset=31)),
+}  # the full 63 x 63 table of a 32 x 32 image
+W0_GRID = (0.1, 1.0, 3.0, 10.0, 30.0, 100.0)  # omega_0 = omega_0,initial of the sensitivity study; 10 is the paper's
 _PAPER = {  # the paper's seven, in its order
-    'baseline':          dict(pe='baseline', dims=1, span='off',      threshold=0.),
-    'siren_1d':          dict(pe='siren',    dims=1, span='off',      threshold=0.),
-    'span_1d':           dict(pe='siren',    dims=1, span='gaussian', threshold=0.),
-    'span_1d_threshold': dict(pe='siren',    dims=1, span='gaussian', threshold=0.1),
-    'siren_2d':          dict(pe='siren',    dims=2, span='off',      threshold=0.),
-    'span_2d':           dict(pe='siren',    dims=2, span='gaussian', threshold=0.),
-    'span_2d_threshold': dict(pe='siren',    dims=2, span='gaussian', threshold=0.1),
+    'baseline': dict(pe='baseline', dims=1, span='off', threshold=0.0),
+    'siren_1d': dict(pe='siren', dims=1, span='off', threshold=0.0),
+    'span_1d': dict(pe='siren', dims=1, span='gaussian', threshold=0.0),
+    'span_1d_threshold': dict(pe='siren', dims=1, span='gaussian', threshold=0.1),
+    'siren_2d': dict(pe='siren', dims=2, span='off', threshold=0.0),
+    'span_2d': dict(pe='siren', dims=2, span='gaussian', threshold=0.0),
+    'span_2d_threshold': dict(pe='siren', dims=2, span='gaussian', threshold=0.1),
 }
-_FIRST = {**_PAPER,  # then what was added beside them
+_FIRST = {
+    **_PAPER,  # then what was added beside them
     # beyond the paper: the control, no positions at all (what the image's content alone gives; fused attention)
-    'none_2d':           dict(pe='none',     dims=2, span='off',      threshold=0.),
+    'none_2d': dict(pe='none', dims=2, span='off', threshold=0.0),
     # beyond the paper: linear attention with a stochastic positional encoding (nbs/24_layers.linear.ipynb), gated
-    'spe_sine_1d':       dict(attention='linear', dims=1, spe='sine', gated=True),
-    'spe_conv_1d':       dict(attention='linear', dims=1, spe='conv', gated=True),
-    'spe_conv_2d':       dict(attention='linear', dims=2, spe='conv', gated=True),
+    'spe_sine_1d': dict(attention='linear', dims=1, spe='sine', gated=True),
+    'spe_conv_1d': dict(attention='linear', dims=1, spe='conv', gated=True),
+    'spe_conv_2d': dict(attention='linear', dims=2, spe='conv', gated=True),
     # beyond the paper: the generalised attention of nbs/25_layers.gam.ipynb, its relative branch in 1-D and 2-D
-    'gam_1d':            dict(attention='gam', dims=1),
-    'gam_2d':            dict(attention='gam', dims=2),
+    'gam_1d': dict(attention='gam', dims=1),
+    'gam_2d': dict(attention='gam', dims=2),
     # beyond the paper: the other positional encodings of the seed texts (nbs/11 to 19), each alone, span off
-    **{f'{pe}_{n}d': dict(pe=pe, dims=n, **_PE_OPTIONS.get((pe, n), {}))
-       for pe in ('sinusoidal', 'learned', 'shaw', 'rel_bias', 'multiplicative', 'deberta', 'rope', 'alibi')
-       for n in (1, 2)},
+    **{
+        f'{pe}_{n}d': dict(pe=pe, dims=n, **_PE_OPTIONS.get((pe, n), {}))
+        for pe in ('sinusoidal', 'learned', 'shaw', 'rel_bias', 'multiplicative', 'deberta', 'rope', 'alibi')
+        for n in (1, 2)
+    },
 }
-
 
 # %% ../../nbs/32_model.treatments.ipynb #f3aa9732
 TODAYS_ROTATIONS = ('rope_mixed', 'liere', 'comrope')  # learned n-D rotations (issue: SIREN against today's)
 TREATMENTS = {  # name -> options of every PositionalSelfAttention layer (or of the model: 'model', 'attention')
     **_FIRST,
     # beyond the paper: its Section 8's proposal, SIREN's two frequencies learned (nbs/10_encodings.siren.ipynb)
-    'siren_1d_learnw0':  dict(pe='siren',    dims=1, span='off',      threshold=0., learn_w0=True),
-    'siren_2d_learnw0':  dict(pe='siren',    dims=2, span='off',      threshold=0., learn_w0=True),
+    'siren_1d_learnw0': dict(pe='siren', dims=1, span='off', threshold=0.0, learn_w0=True),
+    'siren_2d_learnw0': dict(pe='siren', dims=2, span='off', threshold=0.0, learn_w0=True),
     # beyond the paper: the open questions (nbs/study_open_questions.ipynb): omega_0 = omega_0,initial fixed or
     # learned from each start; SIREN's biases at uniform phases; its sines replaced by ReLUs; a continuous bias
-    **{f'siren_2d{learn}_w0_{w:g}': dict(pe='siren', dims=2, span='off', threshold=0., w0=w, w0_initial=w,
-                                          **({'learn_w0': True} if learn else {}))
-       for learn in ('', '_learnw0') for w in W0_GRID if w != 10},
-    'siren_2d_phase':    dict(pe='siren',    dims=2, span='off',      threshold=0., siren_bias='phase'),
-    'relu_2d':           dict(pe='siren',    dims=2, span='off',      threshold=0., siren_activation='relu'),
-    'relu_he_2d':        dict(pe='siren',    dims=2, span='off',      threshold=0., siren_activation='relu_he'),
-    'mlp_bias_2d':       dict(pe='mlp_bias', dims=2),
+    **{
+        f'siren_2d{learn}_w0_{w:g}': dict(
+            pe='siren', dims=2, span='off', threshold=0.0, w0=w, w0_initial=w, **({'learn_w0': True} if learn else {})
+        )
+        for learn in ('', '_learnw0')
+        for w in W0_GRID
+        if w != 10
+    },
+    'siren_2d_phase': dict(pe='siren', dims=2, span='off', threshold=0.0, siren_bias='phase'),
+    'relu_2d': dict(pe='siren', dims=2, span='off', threshold=0.0, siren_activation='relu'),
+    'relu_he_2d': dict(pe='siren', dims=2, span='off', threshold=0.0, siren_activation='relu_he'),
+    'mlp_bias_2d': dict(pe='mlp_bias', dims=2),
     # beyond the paper: its Section 8's general covariance, a span that can rotate (nbs/03_core.span.ipynb)
-    'span_2d_cov':           dict(pe='siren', dims=2, span='covariance', threshold=0.),
+    'span_2d_cov': dict(pe='siren', dims=2, span='covariance', threshold=0.0),
     'span_2d_cov_threshold': dict(pe='siren', dims=2, span='covariance', threshold=0.1),
     # beyond the paper: three dimensions (nbs/study_3d.ipynb): SIREN and the span over 3-D offsets, the strongest
     # other encodings in 3-D and the control without positions; on the same data siren_2d and siren_1d see a volume's
     # frames side by side and flattened
-    'siren_3d':          dict(pe='siren',    dims=3, span='off',      threshold=0.),
-    'span_3d':           dict(pe='siren',    dims=3, span='gaussian', threshold=0.),
-    'span_3d_threshold': dict(pe='siren',    dims=3, span='gaussian', threshold=0.1),
-    'none_3d':           dict(pe='none',     dims=3, span='off',      threshold=0.),
+    'siren_3d': dict(pe='siren', dims=3, span='off', threshold=0.0),
+    'span_3d': dict(pe='siren', dims=3, span='gaussian', threshold=0.0),
+    'span_3d_threshold': dict(pe='siren', dims=3, span='gaussian', threshold=0.1),
+    'none_3d': dict(pe='none', dims=3, span='off', threshold=0.0),
     **{f'{pe}_3d': dict(pe=pe, dims=3) for pe in ('rel_bias', 'rope', 'learned')},
     # beyond the paper: a timm Vision Transformer on 4 x 4 patches (nbs/31_integrations.timm.ipynb): timm's attention
     # with its absolute positions or none, and its attention converted to 2-D SIREN, without and with the span, or to the
     # relative-bias table or RoPE (the encodings of nbs/study_grid.ipynb)
-    **{f'vit_{name}_2d': dict(model='vit', attention=attention, dims=2, patch=4, pe=pe, span=span, pos_embed=embed)
-       for name, attention, pe, span, embed in (('abs', 'timm', 'none', 'off', 'keep'), ('none', 'timm', 'none', 'off', 'drop'),
-                                                 ('siren', 'positional', 'siren', 'off', 'drop'),
-                                                 ('span', 'positional', 'siren', 'gaussian', 'drop'),
-                                                 ('rel_bias', 'positional', 'rel_bias', 'off', 'drop'),
-                                                 ('rope', 'positional', 'rope', 'off', 'drop'),
-                                                 *((pe, 'positional', pe, 'off', 'drop') for pe in TODAYS_ROTATIONS))},
+    **{
+        f'vit_{name}_2d': dict(model='vit', attention=attention, dims=2, patch=4, pe=pe, span=span, pos_embed=embed)
+        for name, attention, pe, span, embed in (
+            ('abs', 'timm', 'none', 'off', 'keep'),
+            ('none', 'timm', 'none', 'off', 'drop'),
+            ('siren', 'positional', 'siren', 'off', 'drop'),
+            ('span', 'positional', 'siren', 'gaussian', 'drop'),
+            ('rel_bias', 'positional', 'rel_bias', 'off', 'drop'),
+            ('rope', 'positional', 'rope', 'off', 'drop'),
+            *((pe, 'positional', pe, 'off', 'drop') for pe in TODAYS_ROTATIONS),
+        )
+    },
     # beyond the paper: today's n-D rotations of queries and keys (nbs/17a-17c), in 1-D to 3-D
     **{f'{pe}_{n}d': dict(pe=pe, dims=n) for pe in TODAYS_ROTATIONS for n in (1, 2, 3)},
 }
 
-
-
 # %% ../../nbs/32_model.treatments.ipynb #30219cfb
 PAPER_TREATMENTS = tuple(_PAPER)  # the paper's seven, in its order: the default grid of a sweep
+
 
 def check_treatment(treatment: str) -> dict:
     "The layer options of `treatment`; a ValueError listing the valid names otherwise."
     check_choice('treatment', treatment, TREATMENTS)
     return dict(TREATMENTS[treatment])
 
+
 def treatment_attention(treatment: str) -> str:
     "The attention `treatment` runs: 'positional' (the paper's block, with its versions and span), 'linear', 'gam' or 'timm'."
     return check_treatment(treatment).get('attention', 'positional')
 
 # %% ../../nbs/32_model.treatments.ipynb #7b4e6fc8
-SIREN_KEYS = dict(w0='w0', w0_initial='w0_initial', learn_w0='learn_w0', siren_bias='bias_init',  # a treatment's flat
-                  siren_activation='activation', siren_hidden='hidden', siren_layers='layers')  # keys -> SirenEncoding's
+SIREN_KEYS = dict(
+    w0='w0',
+    w0_initial='w0_initial',
+    learn_w0='learn_w0',
+    siren_bias='bias_init',  # a treatment's flat
+    siren_activation='activation',
+    siren_hidden='hidden',
+    siren_layers='layers',
+)  # keys -> SirenEncoding's
+
 
 def layer_options(options: dict) -> dict:
     "`options` of a treatment, SIREN's flat keys (as its runs' configs record them) moved into pe_options."
     siren = {SIREN_KEYS[k]: options.pop(k) for k in list(options) if k in SIREN_KEYS}
-    if siren: options['pe_options'] = {**siren, **(options.get('pe_options') or {})}
+    if siren:
+        options['pe_options'] = {**siren, **(options.get('pe_options') or {})}
     return options
 
-def make_classifier(treatment: str, # a key of TREATMENTS
-                    channels: int, # C
-                    classes: int,
-                    structure_size: Sequence[int], # S: must have the treatment's number of dimensions
-                    **overrides) -> torch.nn.Module:
+
+def make_classifier(
+    treatment: str,  # a key of TREATMENTS
+    channels: int,  # C
+    classes: int,
+    structure_size: Sequence[int],  # S: must have the treatment's number of dimensions
+    **overrides,
+) -> torch.nn.Module:
     "The classifier of `treatment` for inputs [B, *structure_size, channels]; `overrides` change any default."
     opts = check_treatment(treatment)
     S = tuple(structure_size)
     if len(S) != opts['dims']:
-        raise ValueError(f"treatment={treatment!r} is {opts['dims']}-D, but structure_size={list(S)} "
-                         f"has {len(S)} dimension(s)")
+        raise ValueError(
+            f"treatment={treatment!r} is {opts['dims']}-D, but structure_size={list(S)} has {len(S)} dimension(s)"
+        )
     if opts.pop('model', None) == 'vit':  # timm's Vision Transformer (the extra posattn[timm])
         from posattn.integrations.timm import vit_classifier
+
         drop = ('attention', 'dims')
-        return vit_classifier(channels, classes, S, **{k: v for k, v in layer_options({**opts, **overrides}).items() if k not in drop})
+        return vit_classifier(
+            channels, classes, S, **{k: v for k, v in layer_options({**opts, **overrides}).items() if k not in drop}
+        )
     return Classifier(channels, classes, S, **layer_options({**opts, **overrides}))
