@@ -7,10 +7,10 @@ Docs: https://posattn.github.io/posattn/bench.device.html.md"""
 # %% auto #0
 __all__ = ['PAPER', 'SMALL', 'PAPER_RUN', 'BUDGET', 'PAIR', 'PROBE_WINDOWS', 'WINDOWS', 'SKIPPABLE', 'TrainCase', 'train_case',
            'train_plan', 'training', 'warm', 'profiled_cases', 'kernel_profile', 'vit_steps', 'flex_probe', 'layer',
-           'real_run', 'machine', 'check']
+           'real_run', 'machine', 'exact_float32', 'check']
 
 # %% ../../nbs/47g_bench.device.ipynb #342a3a5e
-import json, math, platform, statistics, tarfile, tempfile, time, traceback
+import contextlib, json, math, platform, statistics, tarfile, tempfile, time, traceback
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 import torch
@@ -90,7 +90,7 @@ def _train_fns(dev: torch.device, case: TrainCase, size: dict) -> tuple[Callable
 
 
 def train_case(dev: torch.device, case: TrainCase, size: dict, repeats: int) -> dict:
-    "One case's training step: the first (compilation included) and the median, images/s, a validation pass, the peak and one paper run's hours."
+    "One case's training step: first (compiling) and median, images/s, a validation pass, peak, a paper run's hours."
     step, forward, model = _train_fns(dev, case, size)
     first = timed(step, dev)
     t = _median_s(step, dev, repeats)
@@ -162,7 +162,8 @@ def training(
         rows.append(row)
         save(rows)
         print(
-            f"  train {case.model:18s} {case.side}x{case.side} {case.amp} {'compiled' if case.compiled else 'eager':8s} "
+            f"  train {case.model:18s} {case.side}x{case.side} {case.amp} "
+            f"{'compiled' if case.compiled else 'eager':8s} "
             f"{row['version']:4s} "
             + (
                 f"{row['step_s'] * 1e3:8.1f} ms/step {row['paper_run_hours']:6.2f} h/run"
@@ -179,7 +180,7 @@ def warm(
     share: str,  # 'K/N': the K-th of N processes side by side
     size: dict,
 ) -> None:
-    "Run share K/N of the full pass's fused eager training cases (one step each) and windows, filling Triton's and Inductor's caches on disk."
+    "Share K/N of the full pass's fused eager training cases and windows, one step each: fills the kernel caches."
     parts = share.split('/')
     if len(parts) != 2 or not all(p.isdigit() for p in parts) or int(parts[0]) >= int(parts[1]):
         raise ValueError(f"share={share!r} must be K/N with 0 <= K < N, e.g. '0/4'")
@@ -202,7 +203,7 @@ def profiled_cases(
     train: Sequence[dict],  # the check's training rows
     side: int,
 ) -> list[TrainCase]:
-    "The eager steps to profile: the fused version slowest over its floor (else the slowest version), then fast at its model and precision."
+    "The eager steps to profile: the fused version slowest over its floor (else the slowest), then fast at its case."
     eager = [r for r in train if 'step_s' in r and r['side'] == side and not r['compiled']]
     floors = {r['amp']: r['step_s'] for r in eager if r['model'] == TRAIN_FLOOR}
     ran = [r for r in eager if r['model'] != TRAIN_FLOOR and r['amp'] in floors]
@@ -234,7 +235,7 @@ def kernel_profile(
     save: Callable[[list[dict]], None] = lambda rows: None,
     steps: int = 2,
 ) -> list[dict]:
-    "Where each case's eager training step spends its time, from torch.profiler: wall time, busy time and the largest kernels."
+    "Where each case's eager training step spends its time (torch.profiler): wall, busy time, the largest kernels."
     rows, cuda = [], dev.type == 'cuda'
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     for case in cases:
@@ -274,7 +275,7 @@ def kernel_profile(
 
 # %% ../../nbs/47g_bench.device.ipynb #e7d42145
 def vit_steps(dev: torch.device, quick: bool) -> list[dict]:
-    "ViT-S/16 at 224 converted against timm's own, side by side (`bench.vit`): training steps at batch 32; the quick and CPU passes one attention layer at batch 1."
+    "ViT-S/16 at 224 converted against timm's, side by side (`bench.vit`): steps at batch 32 (quick, CPU: one layer)."
     from posattn.bench.vit import measure_vit
 
     small = quick or dev.type != 'cuda'
@@ -305,7 +306,7 @@ def _against_fast(
     r: torch.Tensor,
     repeats: int,
 ) -> dict:
-    "Per version: the first and the median time of forward and backward, the peak and the memory left held; per fused version its errors against fast."
+    "Per version: first and median forward-backward time, peak and held memory; a fused version's errors against fast."
     row, res = {}, {}
     for name in ('fast', *FUSED_VERSIONS):
         try:
@@ -337,7 +338,7 @@ def flex_probe(
     windows: Sequence | None = None,  # of PROBE_WINDOWS' kind; None: all (the first on the quick pass)
     save: Callable[[list[dict]], None] = lambda rows: None,
 ) -> list[dict]:
-    "The fused versions against fast on one 2-D layer per window: errors of outputs and gradients, time, peak and held memory."
+    "The fused versions against fast on one 2-D layer per window: output and gradient errors, time, peak, held memory."
     side, B, d, H = size['sides'][0], size['batch'], size['d'], size['heads']
     S, full, cuda, rows = (side, side), 2 * side - 1, dev.type == 'cuda', []
     for W in windows or (PROBE_WINDOWS[:1] if quick else PROBE_WINDOWS):
@@ -371,7 +372,7 @@ WINDOWS = ((3, 3), (9, 9), (17, 17), None)  # None: the full span
 
 
 def layer(dev: torch.device, quick: bool, size: dict, time_left: Callable[[], float] = lambda: math.inf) -> list[dict]:
-    "Forward and backward of one 2-D layer per window (`bench.layer.measure`): fast, v1 and v3, and the SDPA floor once."
+    "Forward and backward of one 2-D layer per window (`bench.layer.measure`): fast, v1, v3, and the SDPA floor once."
     side = size['sides'][0]
     windows = ((3, 3) if side < 9 else (9, 9), None) if quick else WINDOWS
     gb = torch.cuda.get_device_properties(dev).total_memory / 2**30 if dev.type == 'cuda' else 16.0
@@ -518,6 +519,18 @@ SKIPPABLE = ('correctness', 'layer', 'train', 'profile', 'vit', 'run', 'flex')  
 _GROUP = dict(bf16='correctness', nan='correctness', syncs='correctness', compile='correctness')
 
 
+@contextlib.contextmanager
+def exact_float32(dev: torch.device):
+    "Within the block, float32 products on a CUDA `dev` take no TF32 shortcut; the global flags are restored after."
+    flags = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    if dev.type == 'cuda':
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+
+
 def check(
     dev: torch.device,
     quick: bool,
@@ -537,8 +550,6 @@ def check(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     stem = 'gpu' if dev.type == 'cuda' else 'gpu-cpu'
-    if dev.type == 'cuda':
-        torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32 in every comparison
     size, t0 = PAPER if dev.type == 'cuda' else SMALL, time.perf_counter()
     data = dict(quick=quick, machine=machine(dev), errors={}, size=size, skipped={})
     time_left = lambda: budget - (time.perf_counter() - t0)
@@ -552,31 +563,32 @@ def check(
         atomic_write_text(markdown(data), out / f'{stem}.md')
 
     train_end = t0 + budget * (1 if quick else train_share)  # the training cases' own deadline
-    for key, run_section in _sections(
-        dev,
-        quick,
-        size,
-        data,
-        data_tar=None if data_tar is None else Path(data_tar),
-        save=save,
-        time_left=time_left,
-        train_left=lambda: train_end - time.perf_counter(),
-    ):
-        if _GROUP.get(key, key) in skip:
-            continue
-        if key != 'train' and time_left() < 20:
-            data['skipped'][key] = 'the time of the check ran out'
+    with exact_float32(dev):  # float32 means float32 in every comparison
+        for key, run_section in _sections(
+            dev,
+            quick,
+            size,
+            data,
+            data_tar=None if data_tar is None else Path(data_tar),
+            save=save,
+            time_left=time_left,
+            train_left=lambda: train_end - time.perf_counter(),
+        ):
+            if _GROUP.get(key, key) in skip:
+                continue
+            if key != 'train' and time_left() < 20:
+                data['skipped'][key] = 'the time of the check ran out'
+                save()
+                continue
+            t = time.perf_counter()
+            print(f"{key} ...", flush=True)
+            try:
+                data[key] = run_section()
+            except Exception:
+                data['errors'][key] = traceback.format_exc()
+                traceback.print_exc()
+            print(f"{key}: {time.perf_counter() - t:.1f} s", flush=True)
             save()
-            continue
-        t = time.perf_counter()
-        print(f"{key} ...", flush=True)
-        try:
-            data[key] = run_section()
-        except Exception:
-            data['errors'][key] = traceback.format_exc()
-            traceback.print_exc()
-        print(f"{key}: {time.perf_counter() - t:.1f} s", flush=True)
-        save()
     print(markdown(data))
     failed = [r for k in ('correctness', 'bf16', 'nan', 'compile') for r in data.get(k, []) if not r.get('ok', True)]
     return 1 if data['errors'] or failed else 0

@@ -12,7 +12,6 @@ __all__ = ['KINDS', 'SLURM_ONLY', 'COMMON', 'NOT_SHARED', 'STATES', 'append_json
 # %% ../../nbs/45_experiment.cluster.ipynb #a04c7623
 import contextlib, json, math, os, re, shutil, signal, socket, subprocess, sys, threading, time, warnings
 from dataclasses import dataclass
-from fastcore.basics import patch
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -120,7 +119,45 @@ def _check_task(name, cmd, env, done, lock, holder_env, busy, restart_when=None,
         raise ValueError(f"restart_when={restart_when!r} must be a picklable predicate of an attempt's output, or None")
     check_int('restarts', restarts, 0)
 
+# %% ../../nbs/45_experiment.cluster.ipynb #4eab75a4
+def _now() -> str:
+    return time.strftime('%Y-%m-%dT%H:%M:%S')
 
+
+def _child_setup():  # runs in the command's process before exec: submitit's signal is for the task, not the command
+    signal.signal(
+        getattr(signal, 'SIG' + submitit.JobEnvironment.USR_SIG), signal.SIG_IGN
+    )  # USR2, or SUBMITIT_PREEMPT_SIGNAL
+
+
+def _job_id() -> str | None:  # submitit's id of the running job ('12_3' for a SLURM array task), None outside a job
+    try:
+        return submitit.JobEnvironment().job_id
+    except Exception:
+        return None
+
+
+def _reap(p: subprocess.Popen):  # collect the exit status without Popen.poll (see above)
+    if p.returncode is not None:
+        return
+    try:
+        pid, status = os.waitpid(p.pid, os.WNOHANG)
+    except ChildProcessError:
+        return
+    if pid:
+        p.returncode = os.waitstatus_to_exitcode(status)
+
+
+def _signal_group(
+    pgid: int, sig: int = 0
+) -> bool:  # send `sig` to a process group (0: none); whether the group is there
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+# %% ../../nbs/45_experiment.cluster.ipynb #fbcb3a7c
 class RunTask(Checkpointable):
     "One run's command line as a checkpointable submitit task: skipped when done, requeued on timeout or preemption."
 
@@ -143,7 +180,7 @@ class RunTask(Checkpointable):
         holder_env: str | None = None,  # this variable tells the command the pid of the lock's holder (the task)
         busy: tuple = (),  # exception types of entering the lock that mean: another process holds the run
         restart_when: Callable[[str], bool]
-        | None = None,  # picklable; true of a failed attempt's output when it failed before doing any work: started again at once
+        | None = None,  # picklable; true of a failed attempt's output if it did no work: started again at once
         restarts: int = 2,
     ):  # at most this many such restarts in one call
         _check_task(
@@ -184,246 +221,190 @@ class RunTask(Checkpointable):
     def __call__(self) -> dict:
         return self.run_once()  # what submitit calls: one attempt (`run_once`, below)
 
-# %% ../../nbs/45_experiment.cluster.ipynb #4eab75a4
-def _now() -> str:
-    return time.strftime('%Y-%m-%dT%H:%M:%S')
+    def _record_start(self, n: int):
+        rec = dict(event='start', attempt=n, time=_now(), host=socket.gethostname(), pid=os.getpid(), job_id=_job_id())
+        rec.update({k.lower(): os.environ[k] for k in _SLURM_VARS if k in os.environ})
+        append_jsonl(self.state, rec)
+        self._attempt, self._ended, self._t0 = n, False, time.time()
 
-
-def _child_setup():  # runs in the command's process before exec: submitit's signal is for the task, not the command
-    signal.signal(
-        getattr(signal, 'SIG' + submitit.JobEnvironment.USR_SIG), signal.SIG_IGN
-    )  # USR2, or SUBMITIT_PREEMPT_SIGNAL
-
-
-def _job_id() -> str | None:  # submitit's id of the running job ('12_3' for a SLURM array task), None outside a job
-    try:
-        return submitit.JobEnvironment().job_id
-    except Exception:
-        return None
-
-
-@patch
-def _record_start(self: RunTask, n: int):
-    rec = dict(event='start', attempt=n, time=_now(), host=socket.gethostname(), pid=os.getpid(), job_id=_job_id())
-    rec.update({k.lower(): os.environ[k] for k in _SLURM_VARS if k in os.environ})
-    append_jsonl(self.state, rec)
-    self._attempt, self._ended, self._t0 = n, False, time.time()
-
-
-@patch
-def _record_end(self: RunTask, status: str, force: bool = False, **extra):
-    if self._ended and not force:
-        return
-    append_jsonl(
-        self.state,
-        dict(
-            event='end',
-            attempt=self._attempt,
-            time=_now(),
-            status=status,
-            seconds=round(time.time() - self._t0, 3),
-            **extra,
-        ),
-    )
-    self._ended = True
-
-
-def _reap(p: subprocess.Popen):  # collect the exit status without Popen.poll (see above)
-    if p.returncode is not None:
-        return
-    try:
-        pid, status = os.waitpid(p.pid, os.WNOHANG)
-    except ChildProcessError:
-        return
-    if pid:
-        p.returncode = os.waitstatus_to_exitcode(status)
-
-
-def _signal_group(
-    pgid: int, sig: int = 0
-) -> bool:  # send `sig` to a process group (0: none); whether the group is there
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
-@patch
-def _stop(self: RunTask):
-    "Stop the command and every process it started: SIGTERM to its process group, SIGKILL after `grace_s`."
-    p = self._proc
-    if p is None:
-        return
-    for sig, wait_s in (
-        (signal.SIGTERM, self.grace_s),
-        (signal.SIGKILL, 2.0),
-    ):  # killed processes go within milliseconds
-        _signal_group(p.pid, sig)
-        deadline = time.time() + wait_s
-        while True:  # until the group is gone (its leader reaped: a zombie still counts) or the deadline
-            _reap(p)
-            if not _signal_group(p.pid) or time.time() > deadline:
-                break
-            time.sleep(0.02)
-
-
-@patch
-def _pass_turn(self: RunTask):
-    "Let the array's next task go for a slot (local executor), however this attempt goes; passing it again changes nothing."
-    if not self.turn:
-        return
-    folder = Path(self.turn[0])
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f'turn-{int(self.turn[1]) + 1}').touch()
-
-
-@patch
-def _acquire_slot(self: RunTask):
-    "Wait for this task's turn (every earlier task has a slot or has left), then for one of the `slots`: its locked file."
-    import fcntl
-
-    if self.turn and int(self.turn[1]) > 0:
-        while not (Path(self.turn[0]) / f'turn-{int(self.turn[1])}').exists():
-            time.sleep(0.1)
-    folder, n = Path(self.slots[0]), int(self.slots[1])
-    folder.mkdir(parents=True, exist_ok=True)
-    while True:
-        for i in range(n):
-            f = open(folder / f'slot-{i}.lock', 'a')
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._pass_turn()
-                return f
-            except BlockingIOError:
-                f.close()
-        time.sleep(0.2)
-
-# %% ../../nbs/45_experiment.cluster.ipynb #1ff65348
-@patch
-def _on_term(self: RunTask, signum, frame):
-    "SIGTERM: stop the command, record the attempt `terminated` (if it started) and leave at once, without a result."
-    self._stop()
-    if self._attempt is not None:
-        self._record_end('terminated', signal=signal.Signals(signum).name)
-    self._pass_turn()
-    os._exit(128 + signum)
-
-
-@patch
-def _no_run(self: RunTask, n: int, status: str, note: str = '') -> dict:
-    "An attempt that does not run the command: done already (`skipped`) or held by another process (`busy`)."
-    self._record_start(n)
-    self._record_end(status, **({'note': note[:500]} if note else {}))
-    return dict(name=self.name, status=status, attempt=n, seconds=0.0, **({'note': note} if note else {}))
-
-
-@patch
-def _start(self: RunTask, n: int):
-    "Record the start, write the log's header, start the command (told who holds the lock, when there is one)."
-    self._record_start(n)
-    self.log.parent.mkdir(parents=True, exist_ok=True)
-    holder = {self.holder_env: str(os.getpid())} if self.holder_env else {}
-    env = {k: v for k, v in {**os.environ, **self.env, **holder}.items() if v is not None}  # None removes a variable
-    with open(self.log, 'a') as log:
-        job = _job_id()
-        log.write(
-            f"\n=== {self.name}: attempt {n} at {_now()} on {socket.gethostname()}{' job ' + job if job else ''}: "
-            f"{' '.join(self.cmd)} ===\n"
+    def _record_end(self, status: str, force: bool = False, **extra):
+        if self._ended and not force:
+            return
+        append_jsonl(
+            self.state,
+            dict(
+                event='end',
+                attempt=self._attempt,
+                time=_now(),
+                status=status,
+                seconds=round(time.time() - self._t0, 3),
+                **extra,
+            ),
         )
-        log.flush()
-        self._proc = subprocess.Popen(
-            self.cmd,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.cwd,
-            env=env,
-            start_new_session=True,
-            preexec_fn=_child_setup,
-        )
+        self._ended = True
 
-
-@patch
-def _wait(self: RunTask) -> int:
-    "The command's exit code; on submitit's requeue or an interruption, stop it, record the attempt and raise on."
-    try:
-        return self._proc.wait()
-    except SystemExit:  # submitit requeues after checkpoint()
-        self._stop()
-        self._record_end('requeued')
-        raise
-    except BaseException as e:  # Ctrl-C, a local cancel, or submitit refusing to requeue (too many timeouts)
-        self._stop()
-        self._record_end(
-            'failed' if isinstance(e, Exception) else 'interrupted', force=True, note=str(e)[:500] or type(e).__name__
-        )
-        raise
-
-# %% ../../nbs/45_experiment.cluster.ipynb #fbcb3a7c
-@patch
-def run_once(self: RunTask) -> dict:
-    "Run the command once (one attempt) unless the run is done or held; raise `RunFailed` with the log's tail if it fails."
-    n = len(attempts(self.state)) + 1
-    main = threading.current_thread() is threading.main_thread()
-    old_term = signal.signal(signal.SIGTERM, self._on_term) if main else None
-    if main and self.stop_file and Path(self.stop_file).exists():
-        self._on_term(signal.SIGTERM, None)  # see `stop`
-    try:
-        if _is_done(self.done):
-            return self._no_run(n, 'skipped')
-        with contextlib.ExitStack() as held:
-            if self.slots:
-                held.enter_context(self._acquire_slot())  # the slot's lock file: closed (freed) when the attempt ends
-            if self.lock is not None:
-                try:
-                    held.enter_context(self.lock())
-                except self.busy as e:
-                    return self._no_run(n, 'busy', str(e))
-                if _is_done(self.done):
-                    return self._no_run(n, 'skipped', 'done meanwhile by the holder of its lock')
-            for k in range(self.restarts + 1):  # the slot and the lock stay held between restarts
-                size = self.log.stat().st_size if self.log.exists() else 0
-                self._start(n)
-                code = self._wait()
-                if code == 0 or k == self.restarts or not self._restartable(size):
+    def _stop(self):
+        "Stop the command and every process it started: SIGTERM to its process group, SIGKILL after `grace_s`."
+        p = self._proc
+        if p is None:
+            return
+        for sig, wait_s in (
+            (signal.SIGTERM, self.grace_s),
+            (signal.SIGKILL, 2.0),
+        ):  # killed processes go within milliseconds
+            _signal_group(p.pid, sig)
+            deadline = time.time() + wait_s
+            while True:  # until the group is gone (its leader reaped: a zombie still counts) or the deadline
+                _reap(p)
+                if not _signal_group(p.pid) or time.time() > deadline:
                     break
-                self._record_end(
-                    'failed', returncode=code, note='failed before doing any work (restart_when): started again'
-                )
-                n += 1
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, old_term)
+                time.sleep(0.02)
+
+    def _pass_turn(self):
+        "Let the array's next task go for a slot (local executor), however this attempt goes; idempotent."
+        if not self.turn:
+            return
+        folder = Path(self.turn[0])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f'turn-{int(self.turn[1]) + 1}').touch()
+
+    def _acquire_slot(self):
+        "Wait for this task's turn (every earlier one has a slot or has left), then for one of `slots`: its locked file."
+        import fcntl
+
+        if self.turn and int(self.turn[1]) > 0:
+            while not (Path(self.turn[0]) / f'turn-{int(self.turn[1])}').exists():
+                time.sleep(0.1)
+        folder, n = Path(self.slots[0]), int(self.slots[1])
+        folder.mkdir(parents=True, exist_ok=True)
+        while True:
+            for i in range(n):
+                f = open(folder / f'slot-{i}.lock', 'a')
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    self._pass_turn()
+                    return f
+                except BlockingIOError:
+                    f.close()
+            time.sleep(0.2)
+
+    def _on_term(self, signum, frame):
+        "SIGTERM: stop the command, record the attempt `terminated` (if it started) and leave at once, without a result."
+        self._stop()
+        if self._attempt is not None:
+            self._record_end('terminated', signal=signal.Signals(signum).name)
         self._pass_turn()
-    if code == 0 and (self.done is None or _is_done(self.done)):
-        self._record_end('ok')
-        return dict(name=self.name, status='ok', attempt=n, seconds=round(time.time() - self._t0, 3))
-    if code:
-        why, note = f'exited with code {code} (attempt {n})', {}
-    else:
-        missing = 'its done check says no' if callable(self.done) else f'{self.done} is missing'
-        why, note = f'exited with 0 but the run is not done ({missing})', {'note': 'exit 0 but not done'}
-    self._record_end('failed', returncode=code, **note)
-    raise RunFailed(f"run {self.name!r} failed: its command {why}; last lines of {self.log}:\n{log_tail(self.log)}")
+        os._exit(128 + signum)
 
+    def _no_run(self, n: int, status: str, note: str = '') -> dict:
+        "An attempt that does not run the command: done already (`skipped`) or held by another process (`busy`)."
+        self._record_start(n)
+        self._record_end(status, **({'note': note[:500]} if note else {}))
+        return dict(name=self.name, status=status, attempt=n, seconds=0.0, **({'note': note} if note else {}))
 
-@patch
-def _restartable(self: RunTask, since: int) -> bool:
-    "Whether `restart_when` holds of what the attempt wrote to the log (from byte `since`)."
-    if self.restart_when is None:
-        return False
-    with open(self.log, 'rb') as f:
-        f.seek(since)
-        return bool(self.restart_when(f.read().decode(errors='replace')))
+    def _start(self, n: int):
+        "Record the start, write the log's header, start the command (told who holds the lock, when there is one)."
+        self._record_start(n)
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        holder = {self.holder_env: str(os.getpid())} if self.holder_env else {}
+        env = {
+            k: v for k, v in {**os.environ, **self.env, **holder}.items() if v is not None
+        }  # None removes a variable
+        with open(self.log, 'a') as log:
+            job = _job_id()
+            log.write(
+                f"\n=== {self.name}: attempt {n} at {_now()} on {socket.gethostname()}{' job ' + job if job else ''}: "
+                f"{' '.join(self.cmd)} ===\n"
+            )
+            log.flush()
+            self._proc = subprocess.Popen(
+                self.cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.cwd,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_child_setup,
+            )
 
+    def _wait(self) -> int:
+        "The command's exit code; on submitit's requeue or an interruption, stop it, record the attempt and raise on."
+        try:
+            return self._proc.wait()
+        except SystemExit:  # submitit requeues after checkpoint()
+            self._stop()
+            self._record_end('requeued')
+            raise
+        except BaseException as e:  # Ctrl-C, a local cancel, or submitit refusing to requeue (too many timeouts)
+            self._stop()
+            self._record_end(
+                'failed' if isinstance(e, Exception) else 'interrupted',
+                force=True,
+                note=str(e)[:500] or type(e).__name__,
+            )
+            raise
 
-@patch
-def checkpoint(self: RunTask, *args, **kwargs) -> DelayedSubmission:
-    "submitit's timeout/preemption hook: stop the command and resubmit this task (the command resumes from disk)."
-    self._stop()
-    if self._attempt is not None:
-        self._record_end('requeued')
-    return Checkpointable.checkpoint(self, *args, **kwargs)
+    def run_once(self) -> dict:
+        "Run the command once unless the run is done or held; raise `RunFailed` with the log's tail if it fails."
+        n = len(attempts(self.state)) + 1
+        main = threading.current_thread() is threading.main_thread()
+        old_term = signal.signal(signal.SIGTERM, self._on_term) if main else None
+        if main and self.stop_file and Path(self.stop_file).exists():
+            self._on_term(signal.SIGTERM, None)  # see `stop`
+        try:
+            if _is_done(self.done):
+                return self._no_run(n, 'skipped')
+            with contextlib.ExitStack() as held:
+                if self.slots:
+                    held.enter_context(
+                        self._acquire_slot()
+                    )  # the slot's lock file: closed (freed) when the attempt ends
+                if self.lock is not None:
+                    try:
+                        held.enter_context(self.lock())
+                    except self.busy as e:
+                        return self._no_run(n, 'busy', str(e))
+                    if _is_done(self.done):
+                        return self._no_run(n, 'skipped', 'done meanwhile by the holder of its lock')
+                for k in range(self.restarts + 1):  # the slot and the lock stay held between restarts
+                    size = self.log.stat().st_size if self.log.exists() else 0
+                    self._start(n)
+                    code = self._wait()
+                    if code == 0 or k == self.restarts or not self._restartable(size):
+                        break
+                    self._record_end(
+                        'failed', returncode=code, note='failed before doing any work (restart_when): started again'
+                    )
+                    n += 1
+        finally:
+            if main:
+                signal.signal(signal.SIGTERM, old_term)
+            self._pass_turn()
+        if code == 0 and (self.done is None or _is_done(self.done)):
+            self._record_end('ok')
+            return dict(name=self.name, status='ok', attempt=n, seconds=round(time.time() - self._t0, 3))
+        if code:
+            why, note = f'exited with code {code} (attempt {n})', {}
+        else:
+            missing = 'its done check says no' if callable(self.done) else f'{self.done} is missing'
+            why, note = f'exited with 0 but the run is not done ({missing})', {'note': 'exit 0 but not done'}
+        self._record_end('failed', returncode=code, **note)
+        raise RunFailed(f"run {self.name!r} failed: its command {why}; last lines of {self.log}:\n{log_tail(self.log)}")
+
+    def _restartable(self, since: int) -> bool:
+        "Whether `restart_when` holds of what the attempt wrote to the log (from byte `since`)."
+        if self.restart_when is None:
+            return False
+        with open(self.log, 'rb') as f:
+            f.seek(since)
+            return bool(self.restart_when(f.read().decode(errors='replace')))
+
+    def checkpoint(self, *args, **kwargs) -> DelayedSubmission:
+        "submitit's timeout/preemption hook: stop the command and resubmit this task (the command resumes from disk)."
+        self._stop()
+        if self._attempt is not None:
+            self._record_end('requeued')
+        return Checkpointable.checkpoint(self, *args, **kwargs)
 
 # %% ../../nbs/45_experiment.cluster.ipynb #b5df74a9
 _TIME_FORMS = "minutes (90 or '90') or 'HH:MM:SS' ('48:00:00') or 'D-HH:MM:SS' ('2-00:00:00')"
@@ -459,7 +440,7 @@ def check_executor(
     folder: str | Path,  # submitit's folder (not created here)
     **options,
 ) -> dict:  # the options of make_executor
-    "Every check of `make_executor`, with nothing created: the options checked, SLURM's commands found; warns of a folder under /tmp."
+    "`make_executor`'s checks, nothing created: the options, SLURM's commands; warns of a folder under /tmp."
     check_choice('kind', kind, KINDS)
     unknown = sorted(set(options) - set(SLURM_ONLY) - set(COMMON))
     if unknown:
@@ -506,7 +487,7 @@ def check_executor(
 def make_executor(
     kind: str,  # 'local' (processes on this machine) or 'slurm' (one job array)
     folder: str | Path,  # submitit's folder: pickles, its logs, and the manifest `status` reads
-    **options,  # partition, gpus_per_run, cpus_per_run, mem_gb (slurm); time, array_parallelism, signal_delay_s, max_timeouts
+    **options,  # partition, gpus_per_run, cpus_per_run, mem_gb, time, array_parallelism, signal_delay_s, max_timeouts
 ) -> submitit.Executor:
     "A submitit executor of `kind`, every option checked (`check_executor`) before anything is submitted."
     return executor_for(kind, folder, check_executor(kind, folder, **options))
@@ -629,8 +610,9 @@ def submit(
             if len(ids) > 1
             else f"SLURM job {ids[0]}"
         )
+    logs = ', '.join(sorted({str(t.log.parent) for t in tasks}))
     print(
-        f"submitted {len(tasks)} run(s) as {what}\n  runs' logs: {', '.join(sorted({str(t.log.parent) for t in tasks}))}\n"
+        f"submitted {len(tasks)} run(s) as {what}\n  runs' logs: {logs}\n"
         f"  submitit's logs and pickles: {folder}\n  status: {watch or f'status({str(folder)!r})'}",
         flush=True,
     )
@@ -686,7 +668,7 @@ class RunStatus:
 def sacct_states(
     job_ids: Sequence[str],  # SLURM job ids, '12' or '12_3'
 ) -> dict:
-    "SLURM's state of each job from `sacct` ({} without sacct or when it fails); array ranges ('12_[3-5%2]') are expanded."
+    "SLURM's state of each job from `sacct` ({} without it or on a failure); array ranges ('12_[3-5%2]') expanded."
     arrays = sorted({j.split('_')[0] for j in job_ids})
     if not arrays or shutil.which('sacct') is None:
         return {}
@@ -773,9 +755,8 @@ def status_table(rows: Sequence[RunStatus]) -> str:
     "The rows as a text table, each failed run followed by its log's last lines, then the counts."
     lines = [f"{'run':28} {'state':8} {'attempts':>8} {'requeues':>8}  {'job':10} {'SLURM':10} note"]
     for r in rows:
-        lines.append(
-            f"{r.name:28} {r.state:8} {r.attempts:>8} {r.requeues:>8}  {str(r.job_id or ''):10} {r.scheduler or '':10} {r.note}".rstrip()
-        )
+        job, where = str(r.job_id or ''), r.scheduler or ''
+        lines.append(f"{r.name:28} {r.state:8} {r.attempts:>8} {r.requeues:>8}  {job:10} {where:10} {r.note}".rstrip())
         if r.state == 'failed':
             lines += [f"    | {l}" for l in r.tail.splitlines()[-10:]] + [f"    log: {r.log}"]
     return '\n'.join(lines + [', '.join(f'{sum(r.state == s for r in rows)} {s}' for s in STATES)])

@@ -25,9 +25,8 @@ from .tiled import attend_tiled  # importable from here, as before the split
 # %% ../../nbs/22_layers.fast.ipynb #4989fccf
 def _sum(x: Tensor) -> Tensor:
     "One float32 sum: NaN if x holds a NaN (or both infinities), not finite if x holds an infinity, in one pass."
-    return x.detach().sum(
-        dtype=torch.float32
-    )  # a false alarm (an overflowing sum) only sends the call down the exact path
+    # a false alarm (an overflowing sum) only sends the call down the exact path
+    return x.detach().sum(dtype=torch.float32)
 
 
 @torch.compiler.disable  # hand-written kernels that write into scratch buffers: torch.compile calls them as they are
@@ -46,31 +45,28 @@ def attend_fast(
     return_lse: bool = False,  # also return the log of each query's softmax normaliser [B, H, N]
 ) -> Tensor | tuple[Tensor, Tensor]:  # [B, H, N, d_H] (and the log-normalisers)
     "Version 1's attention without P: skewed positional scores; under a window, tiles of queries against halos."
-    terms, S, W, q, k, u = attend_setup(
-        q, k, value, u, v, structure_size, span_size, encode, gaussian, terms
-    )  # terms from here on
+    # terms from here on
+    terms, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     B, H, N, d = q.shape
     scale = terms.scale / math.sqrt(d)
-    if (
-        set(terms.slots) <= {'rotate', 'scale'} and W == relative_size(S) and not return_lse
-    ):  # nothing positional left but a rotation: fused
+    if set(terms.slots) <= {'rotate', 'scale'} and W == relative_size(S) and not return_lse:
+        # nothing positional left but a rotation: fused
         return F.scaled_dot_product_attention(q + u[:, None], k, value, scale=scale)
     plan = fast_plan(S, W, d)
     qu = query_tiles((q + u[:, None]) * scale, S, plan)  # [B, H, tiles, T^n, d_H]
     nq = qu.shape[3]
     keys = math.prod(plan.halo) if plan.mode == 'window' else N
     per_score = max(B, d) if terms.key is not None and plan.mode == 'dense' else B  # dense F costs d_H per score
-    opts, cpu = current_fast_options(), q.device.type == 'cpu'
-    step = max(
-        1, (opts.budget if cpu else opts.gpu_budget) // max(1, per_score * H * nq * keys)
-    )  # tiles per chunk (all of them for an empty batch)
+    opts, device = current_fast_options(), q.device.type
+    # tiles per chunk (all of them for an empty batch)
+    step = max(1, opts.chunks.budget.on(device) // max(1, per_score * H * nq * keys))
     tables = (window_tables if plan.mode == 'window' else dense_tables)(k, value, S, W, plan, nq, terms, scale)
     qv = None if terms.query is None else query_tiles((q if v is None else q + v[:, None]) * scale, S, plan)
     x = tables.x._replace(q_content=qu, q_position=qv)
-    keep = opts.keep_bytes if cpu else opts.gpu_keep_bytes
-    recompute = (
-        opts.recompute if opts.recompute is not None else B * H * qu.shape[2] * nq * keys * q.element_size() > keep
-    )
+    weights = B * H * qu.shape[2] * nq * keys * q.element_size()
+    recompute = opts.keep.recompute
+    if recompute is None:
+        recompute = weights > opts.keep.keep_bytes.on(device)
     masked = x.valid is not None  # only a mask needs weighted_sum's exact path for non-finite values
     read = may_read(q)  # else (a GPU) no value is read back: the safe paths from the start
     finite = not masked or (read and bool(_sum(value).isfinite()))  # checked once per call, not per chunk

@@ -50,7 +50,7 @@ def _buffer(buffer: int | None, shape, like: Tensor) -> Tensor:
 def trim_scratch(device: torch.device) -> None:
     "Free this thread's scratch buffers on `device` beyond the bytes FastOptions lets it keep, the largest first."
     opts, pool = current_fast_options(), _SCRATCH.__dict__.get('pool', {})
-    room = opts.scratch_bytes if device.type == 'cpu' else opts.gpu_scratch_bytes
+    room = opts.chunks.scratch_bytes.on(device.type)
     for key in sorted((k for k in pool if k[2] == device), key=lambda k: pool[k].nbytes):
         if pool[key].nbytes > room:
             del pool[key]
@@ -59,7 +59,7 @@ def trim_scratch(device: torch.device) -> None:
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #9de17c45
 def _grid_rows(x: Tensor, grids: int) -> Tensor:  # [H, grids, rows, c]
-    "x [B, H, nt, T^n, c] as rows per head and grid (one per tile, or one for all): a view when x is laid out [H, nt, B, ...]."
+    "x [B, H, nt, T^n, c] as rows per head and grid (one per tile, or one): a view when laid out [H, nt, B, ...]."
     B, H, nt, nq, c = x.shape
     return x.permute(1, 2, 0, 3, 4).reshape(H, grids, nt * B * nq // grids, c)
 
@@ -109,7 +109,7 @@ def raw_scores(
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #432ddaea
 def _narrow(a: Tensor, b: Tensor) -> Tensor:
-    "a @ b for a result with few columns (d_H): computed as (bᵀ aᵀ)ᵀ, the layout CPU gemm runs fastest (results/bench/HISTORY.md)."
+    "a @ b for a result of few columns (d_H), as (bᵀ aᵀ)ᵀ: the layout the CPU's gemm runs fastest."
     return (b.mT @ a.mT).mT
 
 
@@ -139,7 +139,7 @@ def _logits(
     out: Tensor | None = None,  # where to write; None: over `a`
     exact: bool = False,  # mask by assignment, a separate pass (for scores that are not finite)
 ) -> Tensor:  # [B, H, nt, T^n, L^n]
-    "What the softmax of chunk `c` normalises: the raw scores `a` times the Gaussian (factor), plus the bias, -inf outside the mask."
+    "What chunk `c`'s softmax normalises: raw scores `a` times the Gaussian, plus the bias, -inf outside the mask."
     g, valid = c.pair_factor, c.valid
     c = c.pair_bias if exact else _additive(c, a)
     o = a if out is None else out
@@ -158,14 +158,14 @@ def chunk_weights(
     c: Chunk,
     geom: SkewGeometry,
     buffer: Buffer | None = None,  # the scratch buffer for the raw scores; None: a tensor of their own
-    keep_raw: bool = False,  # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch buffer WEIGHTS
+    keep_raw: bool = False,  # also return the raw scores (the Gaussian's gradient); weights then in scratch WEIGHTS
     exact: bool = False,  # mask by assignment, a separate pass (for scores that are not finite)
     lse: bool = False,  # also return the log of each row's normaliser
     raw: Tensor | None = None,  # the raw scores, when they were kept: not computed again
 ) -> tuple[
     Tensor, Tensor | None, Tensor | None
 ]:  # weights [B, H, nt, T^n, L^n], raw scores, log-normalisers [B, H, nt, T^n]
-    "A chunk's softmax weights: the forward pass and the backward pass's recompute both take them from here, so they agree bit for bit."
+    "A chunk's softmax weights, for the forward pass and the backward's recompute alike: they agree bit for bit."
     keep_raw = keep_raw or raw is not None
     if raw is None:
         raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, buffer)
@@ -178,14 +178,14 @@ def chunk_forward(
     c: Chunk,
     geom: SkewGeometry,
     buffer: Buffer | None = None,  # the scratch buffer for the weights; None when they are kept
-    keep_raw: bool = False,  # also return the raw scores (for the Gaussian's gradient); the weights then go to scratch buffer WEIGHTS
+    keep_raw: bool = False,  # also return the raw scores (the Gaussian's gradient); weights then in scratch WEIGHTS
     finite: bool = False,  # every value is finite (checked once per call): the plain product is exact
     exact: bool = False,  # mask by assignment (`chunk_weights`)
     lse: bool = False,  # also return the log of each query row's normaliser
 ) -> tuple[
     Tensor, Tensor, Tensor | None, Tensor | None
 ]:  # weights [B, H, nt, T^n, L^n], out, raw scores, log-normalisers
-    "Attention of a chunk: raw scores, Gaussian (factor), bias, mask, softmax, weighted sum of the values in each window."
+    "A chunk's attention: raw scores, Gaussian, bias, mask, softmax, the weighted sum of each window's values."
     p, raw, l = chunk_weights(c, geom, buffer, keep_raw, exact, lse)
     B, H, nt, nq, d = c.q_content.shape
     inside = None if finite else c.valid
