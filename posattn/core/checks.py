@@ -24,7 +24,7 @@ def check_choice(
     value,
     options,
 ) -> None:
-    "Raise a ValueError naming `name`, `value`, the accepted `options` and the closest one unless `value` is one of them."
+    "Raise a ValueError naming `name`, `value`, the accepted `options` and the nearest unless `value` is one of them."
     try:
         ok = value in options
     except TypeError:
@@ -39,7 +39,7 @@ def check_int(
     low: int = 1,
     none: bool = False,  # accept None too, and return it
 ) -> int | None:
-    "`value` as an int if it is an integer (Python or NumPy; not a bool) of at least `low`, None if allowed; else a ValueError."
+    "`value` as an int if an integer (Python or NumPy, not bool) of at least `low`; None if allowed; else a ValueError."
     if none and value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, Integral) or value < low:

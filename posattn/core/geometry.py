@@ -163,7 +163,7 @@ def window_position(
     structure_size: Sequence[int],
     span_size: Sequence[int],
 ) -> Tensor:  # positions in [0, prod(span_size))
-    "Key j's position in query i's window, row-major over the window (clamped into it for a key outside): the index into its tables."
+    "Key j's position in query i's window, row-major (clamped into it for a key outside): the index into its tables."
     m = 0
     for d, w, sw in zip(pair_offsets(i, j, structure_size), span_size, _strides(span_size)):
         m = m + (d + (w - 1) // 2).clamp(0, w - 1) * sw
@@ -176,7 +176,7 @@ def window_key(
     structure_size: Sequence[int],
     span_size: Sequence[int],
 ) -> tuple[Tensor, Tensor]:  # key j, exists
-    "The key j at position m of query i's window, and whether it lies in the structure (j means nothing where not): window_position's inverse."
+    "Key j at place m of query i's window, whether it is in the structure (j moot if not): window_position's inverse."
     j, exists = 0, True
     for s, w, st, sw in zip(structure_size, span_size, _strides(structure_size), _strides(span_size)):
         c = (i // st) % s + (m // sw) % w - (w - 1) // 2  # the key's coordinate: the query's plus the position's offset
@@ -191,7 +191,7 @@ def key_range(
     structure_size: Sequence[int],
     span_size: Sequence[int],
 ) -> tuple[int, int]:  # the keys lo ... hi - 1
-    "The tokens within the window's reach of a query in [q0, q1) along the first dimension longer than 1: every key their windows hold."
+    "Tokens the windows of queries [q0, q1) reach along the first dimension longer than 1: every key they hold."
     k = next((k for k, s in enumerate(structure_size) if s > 1), 0)  # the dimensions before it have size 1
     N, st, h = math.prod(structure_size), math.prod(structure_size[k + 1 :]), (span_size[k] - 1) // 2
     return max(q0 // st - h, 0) * st, min((min(q1, N) - 1) // st + h + 1, structure_size[k]) * st

@@ -80,6 +80,6 @@ def code_version(
 
 # %% ../../nbs/05_core.runtime.ipynb #9f4aba14
 def markdown_table(head: Sequence, rows: Iterable[Sequence]) -> str:
-    "A Markdown table: the header, the separator, one line per row; cells as `str` gives them. Every table of the experiment side and the benchmarks is written here."
+    "A Markdown table: the header, the separator, one line per row; cells as `str` gives them."
     line = lambda cells: '| ' + ' | '.join(map(str, cells)) + ' |'
     return '\n'.join([line(head), '|' + '---|' * len(head)] + [line(r) for r in rows])

@@ -52,7 +52,7 @@ def attention_weights(
 
 # %% ../../nbs/01_core.scores.ipynb #8a278af4
 def may_read(x: Tensor) -> bool:
-    "Whether a check may read a value of `x` back to Python: eagerly on the CPU, not on a GPU (a sync) or under torch.compile (a graph break)."
+    "Whether a check may read `x` back: eagerly on CPU, not on a GPU (a sync) or under torch.compile (a graph break)."
     return x.device.type == 'cpu' and not torch.compiler.is_compiling()
 
 
@@ -60,7 +60,7 @@ def nonfinite_part(
     value: Tensor,  # values [..., N_k, d_H]
     inside: Tensor,  # True where the key is in the query's window [..., N_q, N_k]
 ) -> Tensor:  # [..., N_q, d_H], float32
-    "What the non-finite values inside each window add to a weighted sum: 0, ±inf, or NaN (a NaN, or both infinities), counted with no value read back."
+    "What each window's non-finite values add to a weighted sum: 0, ±inf or NaN (NaN or both infinities), no read-back."
     f = torch.float32
     with torch.autocast(value.device.type, enabled=False):  # 0/1 products: exact counts in float32
         kinds = torch.cat([value.isnan(), value == math.inf, value == -math.inf], -1).to(f)
@@ -78,7 +78,7 @@ def weighted_sum(
     inside: Tensor | None = None,  # True where the key is in the query's window, broadcastable to w
     product: Callable[[Tensor, Tensor], Tensor] = torch.matmul,  # how to multiply w by value (same result)
 ) -> Tensor:  # [..., N_q, d_H]
-    "`w @ value`, where keys outside `inside` take no part, not even as 0 * NaN: a non-finite value reaches only the queries whose window holds it."
+    "`w @ value` without keys outside `inside`, even as 0 * NaN: a non-finite value reaches only its windows' queries."
     if inside is None or (may_read(value) and bool(torch.isfinite(value).all())):
         return product(w, value)
     out = product(w, value.masked_fill(~torch.isfinite(value), 0))  # the finite values, with plain arithmetic

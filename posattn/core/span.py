@@ -136,7 +136,7 @@ class CovarianceSpan(nn.Module):
 
     @property
     def sigma(self) -> Tensor:
-        "The marginal standard deviations sqrt(Sigma_kk): the window's half-widths, and sigma itself when L is diagonal."
+        "The marginal standard deviations sqrt(Sigma_kk): the window's half-widths; sigma itself when L is diagonal."
         return self.cholesky().square().sum(-1).sqrt()
 
     def span_size(self, structure_size: Sequence[int]) -> tuple[int, ...]:

@@ -27,7 +27,7 @@ def _check_absolute(d: int, dims: int):
 
 
 class SinusoidalPositions(Encoding, nn.Module):
-    "Fixed sinusoids of each coordinate of the position (d/2 pairs shared out over the coordinates), added to the tokens."
+    "Fixed sinusoids of each position coordinate (d/2 pairs shared out over the coordinates), added to the tokens."
 
     relative = False  # added to the tokens
 
@@ -70,7 +70,7 @@ def _resampled(
     table: Tensor,  # [*S, d]
     structure_size: tuple[int, ...],
 ) -> Tensor:  # [*structure_size, d]
-    "`table` resampled to `structure_size`: F.interpolate with timm's settings (bicubic, antialiased, in float32) in 2-D."
+    "`table` resampled to `structure_size`: F.interpolate with timm's settings (bicubic, antialiased, float32) in 2-D."
     if len(structure_size) not in _RESAMPLE:
         raise ValueError(f"structure_size={list(structure_size)}: a learned table resamples in 1 to 3 dimensions")
     mode = _RESAMPLE[len(structure_size)]

@@ -54,7 +54,7 @@ ENCODINGS = RELATIVE_ENCODINGS + tuple(ABSOLUTE)  # what the classifier accepts
 
 
 def _options(cls, options: dict, pe: str, fixed: Sequence[str]) -> dict:
-    "`options` if every one is a keyword of `cls` (other than `fixed`); a ValueError naming the accepted ones otherwise."
+    "`options` if each is a keyword of `cls` (other than `fixed`); a ValueError naming the accepted ones otherwise."
     accepted = [p for p in inspect.signature(cls).parameters if p not in fixed]
     bad = sorted(set(options) - set(accepted))
     if bad:
@@ -122,5 +122,5 @@ def fixed_applies(
     pe: str | None,  # an encoding's name (None: none)
     span: str = 'off',
 ) -> bool:  # the block's span: 'off', 'gaussian' or 'covariance'
-    "Whether coordinates='fixed' changes anything for encoding `pe` with `span`: a scaled encoding or a span reads normalised offsets."
+    "Whether coordinates='fixed' matters for encoding `pe` with `span`: scaled ones and spans read normalised offsets."
     return span != 'off' or pe in SCALED_ENCODINGS

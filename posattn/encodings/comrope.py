@@ -36,7 +36,7 @@ def _powers(
 
 
 class CommutingRotaryEncoding(Encoding, nn.Module):
-    "ComRoPE-LD: each head's feature blocks turned by exp((theta_beta . p)(P_beta - P_beta^T)): commuting, exactly relative."
+    "ComRoPE-LD, exactly relative: each head's feature blocks times commuting exp((theta_beta . p)(P_beta - P_beta^T))."
 
     rotates = True
 
@@ -64,7 +64,7 @@ class CommutingRotaryEncoding(Encoding, nn.Module):
         return self.theta[..., None, None] * skew(self.weight)
 
     def rotations(self, structure_size: Sequence[int]) -> Tensor:  # [H, N, blocks, b, b]
-        "exp((theta . p)(P - P^T)) of every token: the product over dimensions of exp(theta_k (P - P^T)) to the power p_k."
+        "exp((theta . p)(P - P^T)) per token: the product over dimensions of exp(theta_k (P - P^T)) to the power p_k."
         P, n = skew(self.weight), len(structure_size)
         R = None
         for k, s in enumerate(structure_size):  # they commute: one exponential per dimension, then its powers

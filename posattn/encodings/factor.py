@@ -16,7 +16,7 @@ from .terms import PositionTerms, check_max_offset, table_index, table_size
 
 # %% ../../nbs/15_encodings.factor.ipynb #2fc80aa5
 class RelativeFactor(Encoding, nn.Module):
-    "The survey's multiplicative encoding: a learned factor per head of the clipped distance |delta| multiplies the score."
+    "The survey's multiplicative encoding: the score times a learned factor per head of the clipped distance |delta|."
 
     def __init__(
         self,

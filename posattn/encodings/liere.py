@@ -64,7 +64,7 @@ def _taylor_chunks(dtype: torch.dtype) -> int:
 def taylor_exp(
     M: Tensor,  # [..., b, b]
 ) -> Tensor:  # [..., b, b]
-    "exp of each of a batch of square matrices by scaling and squaring a Taylor polynomial: batched products only, autograd's backward too."
+    "exp of a batch of square matrices: scaling and squaring a Taylor polynomial, only batched products, backward too."
     r = _taylor_chunks(M.dtype)
     m = 4 * r - 1
     theta = (torch.finfo(M.dtype).eps / 2 * math.factorial(m + 1)) ** (

@@ -35,7 +35,7 @@ def turn_pairs(
 
 # %% ../../nbs/17_encodings.rope.ipynb #ro7a1b2c
 class RotaryEncoding(Encoding, nn.Module):
-    "Axial RoPE: feature pairs of each head turned by angles linear in one coordinate each (pairs shared out over the coordinates)."
+    "Axial RoPE: each head's feature pairs, shared out over coordinates, turned by angles linear in their coordinate."
 
     rotates = True
 

@@ -35,7 +35,7 @@ def mixed_frequencies(
     temperature: float = 10.0,  # T: magnitudes T^(-l / pairs of the direction)
     generator: torch.Generator | None = None,
 ) -> Tensor:  # omega [H, d_H / 2, n]
-    "RoPE-Mixed's starting frequency vectors: each head's pairs along the n directions of a random rotation (timm's in 2-D)."
+    "RoPE-Mixed's initial frequency vectors: each head's pairs along n directions of a random rotation (timm's in 2-D)."
     Q = random_rotation(dims, heads, generator)  # column k: direction k of each head
     banks = [temperature ** (-torch.arange(p, dtype=torch.float32) / p) for p in pairs_per_axis(d_head, dims)]
     return torch.cat([m[None, :, None] * Q[:, None, :, k] for k, m in enumerate(banks)], 1)

@@ -79,7 +79,7 @@ def check_siren_options(learn_w0, bias_init: str, activation: str):
 
 
 def _relu_init(linears: Sequence[nn.Linear], he: bool):
-    "The ReLU control's layers: PyTorch's init (weights and uniform biases); with `he`, He-uniform weights, the last layer's at SIREN's output scale."
+    "The ReLU control's layers: PyTorch's init; with `he`, He-uniform weights, the last at SIREN's output scale."
     for lin in linears:
         lin.reset_parameters()
     if he:

@@ -178,7 +178,7 @@ def pair_attention(
     structure_size: Sequence[int],
     score: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],  # (q_i, k_j [B, H, d_H], p_i, p_j [n]) -> [B, H]
 ) -> Tensor:  # [B, H, N, d_H]
-    "Attention whose logit of query i and key j is score(q_i, k_j, p_i, p_j) / sqrt(d_H), as a double loop (a reference for tests)."
+    "Attention with logits score(q_i, k_j, p_i, p_j) / sqrt(d_H) as a double loop over query i and key j (for tests)."
     B, H, N, d = q.shape
     pos = positions(structure_size, q.device)
     out = []

@@ -134,7 +134,7 @@ def _vit_parts() -> dict[type, TimmAttention]:
 
 # %% ../../nbs/31_integrations.timm.ipynb #bbfeb157
 class _PatchGrid:
-    "The patch grid of the batch in flight: a hook on the patch embedding reads it from its output [B, rows, columns, d]."
+    "The in-flight batch's patch grid: a hook on the patch embedding reads it from its output [B, rows, columns, d]."
 
     def __init__(self, grid: Sequence[int]):
         self.size = tuple(grid)
@@ -253,7 +253,7 @@ def convert_vit(
     grid: Sequence[int] | None = None,  # the patch grid, checked against the patch embedding's when given
     **options,
 ) -> nn.Module:  # other arguments of PositionalSelfAttention (init_sigma, w0, ...)
-    "Every attention of `model`, in place, a PositionalSelfAttention over its patch grid; the class and register tokens off the grid."
+    "Each attention of `model` made, in place, a PositionalSelfAttention on its patch grid; prefix tokens off the grid."
     check_choice('pos_embed', pos_embed, ('keep', 'drop'))
     table, name = _vit_parts(), type(model).__name__
     size = getattr(getattr(model, 'patch_embed', None), 'grid_size', None)
@@ -329,7 +329,7 @@ def vit_classifier(
     dropout: float = 0.1,
     **options,
 ) -> TimmClassifier:  # the converted blocks' other arguments (init_sigma, version, ...)
-    "A timm ViT of the Classifier's widths on [B, H, W, C] images; converted by `convert_vit` unless pe='none' and span='off'."
+    "A timm ViT of the Classifier's widths on [B, H, W, C] images; convert_vit applied unless pe='none' and span='off'."
     from timm.models.vision_transformer import VisionTransformer
 
     check_choice('pos_embed', pos_embed, ('keep', 'drop'))

@@ -44,7 +44,7 @@ SPANS = ('off', *SPAN_MODULES)
 def _check_block_args(
     dims, span, threshold, init_sigma, version, pe='siren', coordinates: str = 'structure', reference_size=None
 ) -> tuple | None:
-    "The block's own constructor arguments, checked before anything is built; the fixed scale's reference size (or None)."
+    "Check the block's own constructor arguments before anything is built; the fixed scale's reference size (or None)."
     check_span_args(threshold, init_sigma)
     check_int('dims', dims)
     check_choice('span', span, SPANS)
@@ -107,7 +107,7 @@ def _check_fused_call(block, x: Tensor) -> None:
 
 # %% ../../nbs/23_layers.block.ipynb #054e8f96
 class _VersionSwitch:
-    "A `version` attribute that takes VERSION_CHOICES the table refuses nothing, asked when it is set (a block's pe, term_slots, dims)."
+    "A `version` attribute checked when set: VERSION_CHOICES the table refuses nothing (given pe, term_slots, dims)."
 
     __slots__ = ()  # a mixin: the attribute lives in the module's own __dict__
 
@@ -169,11 +169,11 @@ class _RunningVersion:
     __slots__ = ()
 
     def running_version(self, q: Tensor) -> str:
-        "The version a call on queries `q` [B, H, N, d_H] runs: `version`, or what 'auto' picks for q's device and dtype."
+        "The version run by a call on `q` [B, H, N, d_H]: `version`, or what 'auto' picks for q's device and dtype."
         return pick_version(self.version, self.term_slots, self.dims, q.device, q.dtype, q.requires_grad)
 
     def attend(self, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], prefix: int = 0) -> Tensor:
-        "The running version of the attention, on split heads [B, H, N, d_H]; `fast` runs eagerly under torch.compile (the table's eager_on)."
+        "The running version's attention on heads [B, H, N, d_H]; eager under torch.compile per the table's eager_on."
         version = self.running_version(q)
         if prefix:
             return _off_grid(self, version, q, k, value, S, prefix)
@@ -185,7 +185,7 @@ class _RunningVersion:
 def _grid_part(
     block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], W, terms, u, v
 ) -> tuple[Tensor, Tensor]:
-    "The grid's attention in `version` [B, H, N, d_H] and the log of each query's normaliser over the grid [B, H, N]: fast's own, else from Version 1's logits."
+    "The grid's attention in `version` [B, H, N, d_H] and each query's log-normaliser [B, H, N], fast's or Version 1's."
     if version == 'fast':
         return attend_fast(q, k, value, u, v, S, W, terms=terms, return_lse=True)  # runs eagerly under torch.compile
     eager = torch.compiler.is_compiling() and runs_eagerly(version, q.device)  # the table's eager_on
@@ -195,7 +195,7 @@ def _grid_part(
 
 
 def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], P: int) -> Tensor:
-    "Attention of P tokens off the grid, then the grid's: every pair with an off-grid token scores (q + u) k / sqrt(d_H) alone, a grid token's q + u and k turned by its rotation."
+    "Attention with P off-grid tokens first: pairs with one score (q + u) k / sqrt(d_H) alone; grid tokens rotated."
     (qp, qg), (kp, kg), (vp, vg) = ((x[:, :, :P], x[:, :, P:]) for x in (q, k, value))
     W, terms, u, v = _terms(block, qg, S)
     turn, ub = terms.rotate, u[:, None]
@@ -235,9 +235,10 @@ class PositionalSelfAttention(_RunningVersion, _VersionSwitch, MultiHeadSelfAtte
     ):  # R of coordinates='fixed', e.g. the training grid
         """Positional multi-head self-attention; call it as block(x [B, N, d], structure_size) -> [B, N, d].
         d: features (64); heads: H, dividing d (8); pe: one of RELATIVE_ENCODINGS ('siren'); dims: n (1); span: 'off',
-        'gaussian' or 'covariance'; threshold: t in [0, 1) cutting a window from the Gaussian; init_sigma: (0.3); version:
-        one of VERSION_CHOICES; pe_options: the keyword arguments of the encoding's class (SIREN's hidden, layers, w0,
-        w0_initial, learn_w0, bias_init, activation: encodings.siren); coordinates, reference_size: see core.geometry."""
+        'gaussian' or 'covariance'; threshold: t in [0, 1) cutting a window from the Gaussian; init_sigma: (0.3);
+        version: one of VERSION_CHOICES; pe_options: the keyword arguments of the encoding's class (SIREN's hidden,
+        layers, w0, w0_initial, learn_w0, bias_init, activation: encodings.siren); coordinates, reference_size: see
+        core.geometry."""
         R = _check_block_args(dims, span, threshold, init_sigma, version, pe, coordinates, reference_size)
         super().__init__(d, heads)
         self.dims, d_head, self.coordinates, self.reference_size = int(dims), self.d // self.heads, coordinates, R
@@ -275,7 +276,7 @@ def fixed_on(
     options: dict,  # options of the blocks a model builds
     grid: Sequence[int],
 ) -> dict:  # the grid they are built on (pixels, or patches)
-    "`options`, under coordinates='fixed' with reference_size defaulting to `grid`: a pixel or patch as on the built grid."
+    "`options` under coordinates='fixed', reference_size defaulting to `grid`: a pixel or patch as on the built grid."
     if options.get('coordinates') == 'fixed':
         options.setdefault('reference_size', tuple(grid))
     return options
@@ -285,7 +286,7 @@ def span_report(
     attention: nn.Module | None,  # a layer's attention; None or one without a span: the whole relative grid
     structure_size: Sequence[int],
 ) -> dict:
-    "One layer's sigma and SpanSize (None and RelativeSize without a span); learned w0 [initial, hidden]; a covariance span's L."
+    "A layer's sigma, SpanSize (None, RelativeSize with no span); learned w0 [initial, hidden]; a covariance span's L."
     span = getattr(attention, 'span', None)
     out = dict(
         sigma=span.sigma.detach().cpu().tolist() if span is not None else None,

@@ -32,7 +32,7 @@ _FACTOR = 1 + Chunk._fields.index('pair_factor')  # autograd sees the run, then 
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #8301e3d2
 class _Chunks(torch.autograd.Function):
-    "Attention of all tiles, `step` at a time; each chunk's weights (with a Gaussian to learn: its raw scores) are kept, or recomputed (`recompute`)."
+    "Attention of all tiles, `step` at a time; chunk weights (raw scores if a Gaussian learns) kept unless `recompute`."
 
     @staticmethod
     def forward(ctx, run: ChunkRun, *fields):  # the fields of a `Chunk`, each a tensor autograd sees
@@ -104,5 +104,5 @@ class _Chunks(torch.autograd.Function):
 def run_chunks(
     x: Chunk, run: ChunkRun
 ) -> Tensor | tuple[Tensor, Tensor]:  # [B, H, tiles, T^n, d_H] (and with run.lse [B, H, tiles, T^n])
-    "The attention output of every tile of `x` (and with `run.lse` each query's log-normaliser), through one autograd node (`_Chunks`)."
+    "Every tile of `x`'s attention (and with `run.lse` each query's log-normaliser) via one autograd node, `_Chunks`."
     return _Chunks.apply(run, *x)

@@ -140,16 +140,16 @@ def unskew(
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #31db9a1d
 class SkewGeometry(NamedTuple):
-    "Where the skew reads, per dimension: queries per tile, offsets per tile's grid, keys per query's row, the grid's offset of key 0 from query 0."
+    "Where the skew reads, per dimension: queries per tile, offsets per tile's grid, keys per query's row, and `base`."
 
     tile: tuple[int, ...]  # T
     grid: tuple[int, ...]  # C
     keys: tuple[int, ...]  # L
-    base: tuple[int, ...]
+    base: tuple[int, ...]  # the grid's offset of key 0 from query 0
 
 
 class Chunk(NamedTuple):
-    "The tensors of a call, of one chunk of it, or their gradients, by what they hold; None: a field the call does not use."
+    "A call's tensors, one chunk's, or their gradients, by what they hold; None: a field the call does not use."
 
     q_content: Tensor | None = None  # (q + u) / sqrt(d_H) in tiles [B, H, tiles, T^n, d_H]
     q_position: Tensor | None = None  # (q + v) / sqrt(d_H) likewise
@@ -159,7 +159,7 @@ class Chunk(NamedTuple):
         None  # E over the grid of offsets: one grid [H, 1, d_H, C^n] or one per tile [H, tiles, d_H, C^n]
     )
     pair_factor: Tensor | None = (
-        None  # the Gaussian (or factor) per (query, key) pair: [T^n, L^n] for every tile, or per tile; per head [H, ...]
+        None  # the Gaussian (or factor) per (query, key) pair: [T^n, L^n] for all tiles, or per tile; per head [H, ...]
     )
     valid: Tensor | None = None  # the mask per pair [tiles, T^n, L^n or N] (bool)
     mask_bias: Tensor | None = None  # the same mask as a table to add: 0 inside, -inf outside (None with `valid`)
@@ -268,7 +268,7 @@ def _mask_bias(layout, S: tuple, W: tuple, plan: FastPlan, device, dtype) -> Ten
 
 
 def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.0) -> Tables:
-    "The chunks' tables in window mode: halos, the window's encodings and pair tables (one for every tile), the masks per tile."
+    "Window mode's chunk tables: halos, the window's encodings and pair tables (one for all tiles), the masks per tile."
     dev, (B, H, N, d) = k.device, k.shape
     tiled = [t < s for t, s in zip(plan.tile, S)]
     C = tuple(2 * h + 1 if c else 2 * s - 1 for c, h, s in zip(tiled, plan.reach, S))  # offsets per query
@@ -299,7 +299,7 @@ def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms,
 # %% ../../nbs/21c_layers.fast_layout.ipynb #4a6f9844
 @functools.lru_cache(maxsize=64)  # shapes in, constants out: once per (S, W, plan, device)
 def _dense_layout(S: tuple, W: tuple, plan: FastPlan, device) -> tuple[Tensor, Tensor, Tensor | None]:
-    "Offsets of the relative grid [*R, n], each (query, key)'s place in its tile's grid [T^n, N], and the mask [tiles, T^n, N] or None."
+    "Relative grid offsets [*R, n], each pair's place in its tile's grid [T^n, N], the mask [tiles, T^n, N] or None."
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
     offsets = relative_offsets(relative_size(S), device)  # [*R, n]
     nq = math.prod(plan.tile)
@@ -312,7 +312,7 @@ def _dense_layout(S: tuple, W: tuple, plan: FastPlan, device) -> tuple[Tensor, T
 # %% ../../nbs/21c_layers.fast_layout.ipynb #fff70032
 @functools.lru_cache(maxsize=64)  # shapes in, constants out: once per (S, plan, device)
 def _grid_index(S: tuple, plan: FastPlan, device) -> Tensor:  # long [tiles, C^n]
-    "Each tile's grid of offsets as rows of the flattened relative grid; the padding past its edge as row prod(R), a row of zeros."
+    "Each tile's grid of offsets as rows of the flattened relative grid; padding past its edge as row prod(R) of zeros."
     n = math.prod(relative_size(S))
     rows = (
         _tile_grids(torch.arange(1, n + 1, device=device).view(relative_size(S)), S, plan) - 1
@@ -321,7 +321,7 @@ def _grid_index(S: tuple, plan: FastPlan, device) -> Tensor:  # long [tiles, C^n
 
 
 def tile_grids(c: Chunk) -> Chunk:
-    "`c` with its tiles' encodings [H, nt, d_H, C^n] gathered from the one grid by `grid_index` (dense mode); `c` itself otherwise."
+    "`c` with its tiles' encodings [H, nt, d_H, C^n] gathered from the one grid by `grid_index` (dense mode), else `c`."
     if c.grid_index is None or c.grid_encodings is None:
         return c
     return c._replace(grid_encodings=c.grid_encodings[:, c.grid_index].mT)  # a copy of this chunk's grids only
@@ -337,7 +337,7 @@ def fold_grids(
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #3b6f38c3
 def dense_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.0) -> Tables:
-    "The chunks' tables in dense mode: all keys, the one grid of encodings and its rows per tile, pair tables and masks per tile."
+    "Dense mode's chunk tables: all keys, one grid of encodings and its rows per tile, pair tables and masks per tile."
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
     offsets, idx, mask = _dense_layout(tuple(S), tuple(W), plan, k.device)
     k, value = (

@@ -77,7 +77,7 @@ def attend_flex(
     terms: PositionTerms
     | None = None,  # the slots of an encoding (VERSION_TABLE['flex'].slots), in place of encode and gaussian
 ) -> Tensor:  # [B, H, N, d_H]
-    "Version 1's attention in one flex_attention kernel: the positional term and the Gaussian from tables over the window's offsets."
+    "Version 1's attention in one flex_attention kernel: positional term and Gaussian read from window-offset tables."
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     _refuse(refusal('flex', slots=t.slots, dims=len(S)))
     B, H, N, d = q.shape

@@ -33,7 +33,7 @@ class Version(NamedTuple):
     dtypes: tuple | None = None  # what it computes in; None: any dtype
     any_dtype_on: tuple = ()  # device types where it computes in any dtype all the same (a reference implementation)
     runs_on: tuple = ANY  # device types it runs on
-    interpreted_on: tuple = ()  # device types it also runs on where Triton's kernels are interpreted (TRITON_INTERPRET=1)
+    interpreted_on: tuple = ()  # device types it also runs on when Triton interprets its kernels (TRITON_INTERPRET=1)
     trains_on: tuple = ANY  # device types where it has a backward pass; ANY: wherever it runs
     trains_note: str = ''  # why it trains only there, told when it refuses a call that needs gradients
     eager_on: tuple = ()  # device types where torch.compile calls it as it is instead of tracing it
@@ -144,7 +144,10 @@ def _slots(name: str, r: Version, a: _Ask) -> str | None:
 
 def _dims(name: str, r: Version, a: _Ask) -> str | None:
     if r.dims is not None and a.dims is not None and a.dims > r.dims:
-        return f"version={name!r} takes 1 to {r.dims} positional dimensions (dims={a.dims}): use 'auto', 'fast', 'flex' or 'v1'"
+        return (
+            f"version={name!r} takes 1 to {r.dims} positional dimensions (dims={a.dims}): "
+            "use 'auto', 'fast', 'flex' or 'v1'"
+        )
 
 
 def _dtype(name: str, r: Version, a: _Ask) -> str | None:
@@ -190,7 +193,7 @@ def refusal(
     grad: bool = False,  # whether the call needs gradients
     interpreted: bool | None = None,  # Triton's kernels made by its CPU interpreter; None: ask their module
 ) -> str | None:
-    "Why version `name` cannot take a block or a call, the first of its record's refusals (None: it can); what is not given is not asked."
+    "Why version `name` cannot take a block or call: its first refusal (None: it can); what is not given is not asked."
     record = VERSION_TABLE[name]
     ask = _Ask(
         pe,
@@ -215,7 +218,7 @@ def pick_version(
     dtype: torch.dtype,
     grad: bool,
 ) -> str:
-    "The version a call runs: `version` itself, or for 'auto' the device's DEVICE_VERSIONS where the table refuses it nothing, else 'fast'."
+    "The version a call runs: `version`; for 'auto' the device's DEVICE_VERSIONS if the table allows it, else 'fast'."
     if version != 'auto':
         return version
     best = DEVICE_VERSIONS.get(torch.device(device).type, 'fast')

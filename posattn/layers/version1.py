@@ -116,7 +116,7 @@ def attend_setup(
     gaussian: Gauss | None = None,
     terms: PositionTerms | None = None,
 ):
-    "The first steps of every attend_* that takes terms: the call's PositionTerms, S and W checked, and q, k, u after a rotation."
+    "The first steps of each attend_* taking terms: the call's PositionTerms, S, W checked; q, k, u after a rotation."
     t = position_terms(encode, gaussian, terms)
     S, W = check_attend_args(
         q, k, value, u, v, structure_size, span_size, t.query if terms is not None and v is not None else encode
@@ -135,7 +135,7 @@ def v1_logits(
     W: tuple[int, ...],
     t: PositionTerms,
 ) -> Tensor:  # [B, H, N, N]
-    "Version 1's logits of every pair: Formula 1's terms, the Gaussian, the scaling and a bias, -inf outside the window."
+    "Version 1's logits of every pair: Formula 1's terms, the Gaussian, scaling and a bias, -inf outside the window."
     full = relative_size(S)
     offsets = relative_offsets(full, q.device)
     grid = lambda f: spread(f(offsets), S) if f is not None else None  # [N, N, ...]

@@ -135,7 +135,8 @@ def _paper_slots(name: str, encode: Encode | None, gaussian: Gauss | None, terms
     t = position_terms(encode, gaussian, terms)
     if other := [s for s in t.slots if s not in ('query', 'factor')]:
         raise ValueError(
-            f"{name} takes the paper's two slots, query and factor; terms also fill {other}: use attend_v1 or attend_fast"
+            f"{name} takes the paper's two slots, query and factor; terms also fill {other}: "
+            "use attend_v1 or attend_fast"
         )
     return t.query, t.factor
 

@@ -101,7 +101,7 @@ class _LayerReport:
             block.attention.version = name
 
     def spans(self) -> list[dict]:
-        "Each layer's sigma and SpanSize (None and RelativeSize without a span); learned w0 [initial, hidden]; a covariance span's L."
+        "Each layer's span_report (sigma, SpanSize, learned w0, a covariance span's L) over `structure_size`."
         return [dict(layer=i, **span_report(b.attention, self.structure_size)) for i, b in enumerate(self.blocks)]
 
 # %% ../../nbs/30_model.classifier.ipynb #a6a7a7b6

@@ -81,8 +81,8 @@ TREATMENTS = {  # name -> options of every PositionalSelfAttention layer (or of 
     'none_3d': dict(pe='none', dims=3, span='off', threshold=0.0),
     **{f'{pe}_3d': dict(pe=pe, dims=3) for pe in ('rel_bias', 'rope', 'learned')},
     # beyond the paper: a timm Vision Transformer on 4 x 4 patches (nbs/31_integrations.timm.ipynb): timm's attention
-    # with its absolute positions or none, and its attention converted to 2-D SIREN, without and with the span, or to the
-    # relative-bias table or RoPE (the encodings of nbs/study_grid.ipynb)
+    # with its absolute positions or none, and its attention converted to 2-D SIREN, without and with the span, or to
+    # the relative-bias table or RoPE (the encodings of nbs/study_grid.ipynb)
     **{
         f'vit_{name}_2d': dict(model='vit', attention=attention, dims=2, patch=4, pe=pe, span=span, pos_embed=embed)
         for name, attention, pe, span, embed in (
@@ -110,7 +110,7 @@ def check_treatment(treatment: str) -> dict:
 
 
 def treatment_attention(treatment: str) -> str:
-    "The attention `treatment` runs: 'positional' (the paper's block, with its versions and span), 'linear', 'gam' or 'timm'."
+    "The attention a `treatment` runs: 'positional' (the paper's block, versions and span), 'linear', 'gam' or 'timm'."
     return check_treatment(treatment).get('attention', 'positional')
 
 # %% ../../nbs/32_model.treatments.ipynb #7b4e6fc8
