@@ -35,8 +35,8 @@ def multi_head_attention(
     q: Tensor,
     k: Tensor,
     value: Tensor,  # queries, keys, values, each [B, N, d]
-    heads: int,
-) -> Tensor:  # [B, N, d]
+    heads: int,  # [B, N, d]
+) -> Tensor:
     "Algorithm 2: scaled dot-product attention of every head, heads concatenated."
     q, k, value = (split_heads(t, heads) for t in (q, k, value))
     a = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, N, N]
@@ -59,8 +59,8 @@ class MultiHeadSelfAttention(nn.Module):
     def __init__(
         self,
         d: int = 64,  # features of a token
-        heads: int = 8,
-    ):  # H, which must divide d
+        heads: int = 8,  # H, which must divide d
+    ):
         """Plain multi-head self-attention.
 
         d: features of a token (default 64); heads: H, the number of heads, which must divide d (default 8)."""

@@ -25,8 +25,8 @@ def relative_size(structure_size: Sequence[int]) -> tuple[int, ...]:
 
 def relative_offsets(
     size: Sequence[int],  # odd window size per dimension
-    device=None,
-) -> Tensor:  # integer offsets [*size, n], centred on 0
+    device=None,  # integer offsets [*size, n], centred on 0
+) -> Tensor:
     "The integer offsets of a centred window of `size`, as a grid `[*size, n]`."
     axes = [torch.arange(s, device=device) - (s - 1) // 2 for s in size]
     return torch.stack(torch.meshgrid(*axes, indexing='ij'), -1)
@@ -137,8 +137,8 @@ def _strides(size: Sequence[int]) -> list[int]:
 def pair_offsets(
     i: Tensor,
     j: Tensor,  # query and key token indices in [0, N), row-major (tensors that broadcast)
-    structure_size: Sequence[int],
-) -> list[Tensor]:  # one tensor of offsets per dimension
+    structure_size: Sequence[int],  # one tensor of offsets per dimension
+) -> list[Tensor]:
     "The offset j_k - i_k of key j from query i along each dimension: key minus query."
     return [(j // st) % s - (i // st) % s for s, st in zip(structure_size, _strides(structure_size))]
 

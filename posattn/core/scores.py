@@ -45,8 +45,12 @@ def attention_logits(
 
 
 def attention_weights(
-    a: Tensor, d_head: int, g: Tensor | None = None, mask: Tensor | None = None, bias: Tensor | None = None
-) -> Tensor:  # softmax weights [..., N_q, N_k]
+    a: Tensor,
+    d_head: int,
+    g: Tensor | None = None,
+    mask: Tensor | None = None,
+    bias: Tensor | None = None,  # softmax weights [..., N_q, N_k]
+) -> Tensor:
     "Algorithm 8 then softmax: the softmax of `attention_logits` over the keys."
     return attention_logits(a, d_head, g, mask, bias).softmax(-1)
 

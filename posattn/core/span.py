@@ -83,8 +83,8 @@ class DifferentiableSpan(nn.Module):
         dims: int,  # positional dimensions n
         init_sigma: float = 0.3,  # initial sigma in every dimension
         threshold: float = 0.0,  # t in [0, 1); 0 means no threshold
-        reference_size: Sequence[int] | None = None,
-    ):  # R of coordinates='fixed'; None: the paper's coordinates
+        reference_size: Sequence[int] | None = None,  # R of coordinates='fixed'; None: the paper's coordinates
+    ):
         """The differentiable span of one attention layer.
 
         dims: positional dimensions n, one sigma each; init_sigma: initial sigma in every dimension (default 0.3,
@@ -117,8 +117,8 @@ class CovarianceSpan(nn.Module):
         dims: int,  # positional dimensions n
         init_sigma: float = 0.3,  # initial sigma in every dimension: L = init_sigma * I
         threshold: float = 0.0,  # t in [0, 1); 0 means no threshold
-        reference_size: Sequence[int] | None = None,
-    ):  # R of coordinates='fixed'; None: the paper's coordinates
+        reference_size: Sequence[int] | None = None,  # R of coordinates='fixed'; None: the paper's coordinates
+    ):
         """The differentiable span with a general covariance (L lower-triangular, positive diagonal).
 
         dims: positional dimensions n; init_sigma: the starting L = init_sigma * I, today's span (0.3); threshold: t in

@@ -34,8 +34,8 @@ class SinusoidalPositions(Encoding, nn.Module):
     def __init__(
         self,
         dims: int,  # positional dimensions n
-        d: int = 64,
-    ):  # features of the tokens
+        d: int = 64,  # features of the tokens
+    ):
         super().__init__()
         _check_absolute(d, dims)
         self.dims, self.d = dims, d
@@ -48,8 +48,8 @@ class SinusoidalPositions(Encoding, nn.Module):
     def forward(
         self,
         x: Tensor,  # tokens [B, N, d]
-        structure_size: Sequence[int],
-    ) -> Tensor:  # [B, N, d]
+        structure_size: Sequence[int],  # [B, N, d]
+    ) -> Tensor:
         "The tokens plus the code of their positions."
         _check_tokens(x, structure_size, self.dims, self.d)
         return x + self.encodings(structure_size, x.dtype, x.device)
@@ -68,8 +68,8 @@ _RESAMPLE = {1: 'linear', 2: 'bicubic', 3: 'trilinear'}  # timm's bicubic for im
 
 def _resampled(
     table: Tensor,  # [*S, d]
-    structure_size: tuple[int, ...],
-) -> Tensor:  # [*structure_size, d]
+    structure_size: tuple[int, ...],  # [*structure_size, d]
+) -> Tensor:
     "`table` resampled to `structure_size`: F.interpolate with timm's settings (bicubic, antialiased, float32) in 2-D."
     if len(structure_size) not in _RESAMPLE:
         raise ValueError(f"structure_size={list(structure_size)}: a learned table resamples in 1 to 3 dimensions")
@@ -88,8 +88,8 @@ class LearnedPositions(Encoding, nn.Module):
         self,
         structure_size: Sequence[int],  # S: the table has one entry per position
         d: int = 64,  # features of the tokens
-        init_std: float = 0.02,
-    ):  # standard deviation of the (truncated normal) initial entries
+        init_std: float = 0.02,  # standard deviation of the (truncated normal) initial entries
+    ):
         super().__init__()
         S = list(check_structure_size(structure_size))
         check_positive('init_std', init_std)
@@ -113,8 +113,8 @@ class LearnedPositions(Encoding, nn.Module):
     def forward(
         self,
         x: Tensor,  # tokens [B, N, d]
-        structure_size: Sequence[int],
-    ) -> Tensor:  # [B, N, d]
+        structure_size: Sequence[int],  # [B, N, d]
+    ) -> Tensor:
         "The tokens plus the learned code of their positions."
         _check_tokens(x, structure_size, self.dims, self.d)
         return x + self.encodings(structure_size).to(x.dtype)

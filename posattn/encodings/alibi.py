@@ -27,8 +27,8 @@ class AlibiEncoding(Encoding, nn.Module):
         self,
         dims: int,  # positional dimensions n
         d: int = 64,  # features of the layer (unused)
-        heads: int = 8,
-    ):  # H: one slope each
+        heads: int = 8,  # H: one slope each
+    ):
         super().__init__()
         self.dims, self.heads = dims, heads
         self.register_buffer('slopes', alibi_slopes(heads).float(), persistent=False)

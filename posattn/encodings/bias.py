@@ -48,8 +48,8 @@ class RelativeBias(Encoding, nn.Module):
         max_offset: int | Sequence[int] = 16,  # k of the clipped table (or one k per dimension)
         buckets: int | None = None,  # T5's buckets (1-D only); None: the clipped table
         max_distance: int = 128,  # T5: distances from here on share the last bucket
-        init_std: float = 0.02,
-    ):  # standard deviation of the initial entries
+        init_std: float = 0.02,  # standard deviation of the initial entries
+    ):
         super().__init__()
         max_offset = check_max_offset(max_offset, dims)
         if buckets is not None:
@@ -94,8 +94,8 @@ class ContinuousBias(Encoding, nn.Module):
         d: int = 64,  # features of the layer (unused: the bias is a scalar)
         heads: int = 8,  # H: one output per head
         hidden: int = 64,  # width of the hidden layer
-        reference_size: Sequence[int] | None = None,
-    ):  # R of coordinates='fixed'; None: over the grid at hand
+        reference_size: Sequence[int] | None = None,  # R of coordinates='fixed'; None: over the grid at hand
+    ):
         super().__init__()
         hidden = check_int('hidden', hidden)
         self.mlp = nn.Sequential(nn.Linear(dims, hidden), nn.ReLU(), nn.Linear(hidden, heads))

@@ -120,7 +120,7 @@ def relative_terms(
 # %% ../../nbs/19_encodings.catalogue.ipynb #3041d57d
 def fixed_applies(
     pe: str | None,  # an encoding's name (None: none)
-    span: str = 'off',
-) -> bool:  # the block's span: 'off', 'gaussian' or 'covariance'
+    span: str = 'off',  # the block's span: 'off', 'gaussian' or 'covariance'
+) -> bool:
     "Whether coordinates='fixed' matters for encoding `pe` with `span`: scaled ones and spans read normalised offsets."
     return span != 'off' or pe in SCALED_ENCODINGS

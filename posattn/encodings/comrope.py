@@ -25,8 +25,8 @@ def _times(a: Tensor, b: Tensor) -> Tensor:
 
 def _powers(
     E: Tensor,  # [..., b, b]
-    s: int,
-) -> Tensor:  # [s, ..., b, b]: E^0, E^1, ..., E^(s-1)
+    s: int,  # [s, ..., b, b]: E^0, E^1, ..., E^(s-1)
+) -> Tensor:
     "The first s powers of E, by doubling: log2(s) batched products."
     out, step = torch.eye(E.shape[-1], dtype=E.dtype, device=E.device).expand(1, *E.shape), E
     while out.shape[0] < s:
@@ -46,8 +46,8 @@ class CommutingRotaryEncoding(Encoding, nn.Module):
         d: int = 64,  # features of the layer
         heads: int = 8,  # H
         block: int = 8,  # b: features per rotation block; d/heads must be a multiple of it
-        temperature: float = 10.0,
-    ):  # T: block beta starts at speed T^(-beta / blocks)
+        temperature: float = 10.0,  # T: block beta starts at speed T^(-beta / blocks)
+    ):
         super().__init__()
         self.dims, self.heads, self.d_head = dims, heads, d // heads
         self.block = check_block(d, heads, block, 'ComRoPE')

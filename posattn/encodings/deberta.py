@@ -24,8 +24,9 @@ class DisentangledEncoding(Encoding, nn.Module):
         dims: int,  # positional dimensions n
         d: int = 64,  # features of the layer (and of P)
         heads: int = 8,  # H
-        max_offset: int | Sequence[int] = 16,
-    ):  # k: offsets are clipped to [-k, k] per dimension (or one k per dimension)
+        max_offset: int
+        | Sequence[int] = 16,  # k: offsets are clipped to [-k, k] per dimension (or one k per dimension)
+    ):
         super().__init__()
         max_offset = check_max_offset(max_offset, dims)
         self.dims, self.d, self.heads, self.max_offset = dims, d, heads, max_offset

@@ -23,8 +23,8 @@ class RelativeFactor(Encoding, nn.Module):
         dims: int,  # positional dimensions n
         d: int = 64,  # features of the layer (unused: the factor is a scalar)
         heads: int = 8,  # H: one table per head
-        max_offset: int | Sequence[int] = 16,
-    ):  # k: each distance is clipped at k per dimension (or one k per dimension)
+        max_offset: int | Sequence[int] = 16,  # k: each distance is clipped at k per dimension (or one k per dimension)
+    ):
         super().__init__()
         max_offset = check_max_offset(max_offset, dims)
         self.dims, self.heads, self.max_offset = dims, heads, max_offset

@@ -101,8 +101,8 @@ class LieRotaryEncoding(Encoding, nn.Module):
         d: int = 64,  # features of the layer
         heads: int = 8,  # H
         block: int = 8,  # b: features per rotation block; d/heads must be a multiple of it
-        temperature: float = 10.0,
-    ):  # T: block beta starts at speed T^(-beta / blocks)
+        temperature: float = 10.0,  # T: block beta starts at speed T^(-beta / blocks)
+    ):
         super().__init__()
         self.dims, self.heads, self.d_head, self.block = dims, heads, d // heads, check_block(d, heads, block, 'LieRE')
         blocks = self.d_head // block

@@ -47,8 +47,8 @@ class RotaryEncoding(Encoding, nn.Module):
         base: float = 10000.0,  # frequencies theta_f = base^(-f / pairs of the coordinate)
         frequencies: Sequence[float] | Tensor | None = None,  # theta_f of every pair [d_H / 2]; None: base's
         start: float = 0.0,  # the first position's coordinate along every axis (integers from 0 by default)
-        rescale_to: Sequence[int] | None = None,
-    ):  # R: a grid S's positions (p_k + start) R_k / S_k
+        rescale_to: Sequence[int] | None = None,  # R: a grid S's positions (p_k + start) R_k / S_k
+    ):
         super().__init__()
         check_rope(d, heads, dims)
         if not base > 1:
@@ -87,8 +87,8 @@ class RotaryEncoding(Encoding, nn.Module):
     def rotate(
         self,
         x: Tensor,  # queries or keys [B, H, N, d_H]
-        structure_size: Sequence[int],
-    ) -> Tensor:  # [B, H, N, d_H]
+        structure_size: Sequence[int],  # [B, H, N, d_H]
+    ) -> Tensor:
         "Every feature pair of every token turned by its angle."
         a = self.angles(structure_size, x.dtype, x.device)
         return turn_pairs(x, a.cos(), a.sin())

@@ -33,8 +33,8 @@ def mixed_frequencies(
     heads: int,  # H
     d_head: int,  # d_H: d_H / 2 pairs per head
     temperature: float = 10.0,  # T: magnitudes T^(-l / pairs of the direction)
-    generator: torch.Generator | None = None,
-) -> Tensor:  # omega [H, d_H / 2, n]
+    generator: torch.Generator | None = None,  # omega [H, d_H / 2, n]
+) -> Tensor:
     "RoPE-Mixed's initial frequency vectors: each head's pairs along n directions of a random rotation (timm's in 2-D)."
     Q = random_rotation(dims, heads, generator)  # column k: direction k of each head
     banks = [temperature ** (-torch.arange(p, dtype=torch.float32) / p) for p in pairs_per_axis(d_head, dims)]
@@ -51,8 +51,8 @@ class MixedRotaryEncoding(Encoding, nn.Module):
         dims: int,  # positional dimensions n
         d: int = 64,  # features of the layer
         heads: int = 8,  # H: each head's d_H features form d_H/2 pairs
-        temperature: float = 10.0,
-    ):  # T of the starting magnitudes (timm's default)
+        temperature: float = 10.0,  # T of the starting magnitudes (timm's default)
+    ):
         super().__init__()
         check_rope(d, heads, dims)
         if not temperature > 1:
@@ -76,8 +76,8 @@ def offset_spread(
     encoding: nn.Module,  # a rotation encoding with dims, heads, d_head and terms(structure_size).rotate
     structure_size: Sequence[int],
     trials: int = 4,
-    generator: torch.Generator | None = None,
-) -> float:  # 0 when the scores depend on the offset alone
+    generator: torch.Generator | None = None,  # 0 when the scores depend on the offset alone
+) -> float:
     "Largest spread of a head's scores over pairs of positions with the same offset, over its scores' spread."
     rotate, N = encoding.terms(structure_size).rotate, math.prod(structure_size)
     p = positions(structure_size)

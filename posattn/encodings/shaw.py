@@ -26,8 +26,8 @@ class ShawEncoding(Encoding, nn.Module):
         max_offset: int
         | Sequence[int] = 16,  # k: offsets are clipped to [-k, k] per dimension (or one k per dimension)
         values: bool = True,  # also learn the value table a^V
-        init_std: float = 0.02,
-    ):  # standard deviation of the initial entries
+        init_std: float = 0.02,  # standard deviation of the initial entries
+    ):
         super().__init__()
         max_offset = check_max_offset(max_offset, dims)
         if not isinstance(values, bool):

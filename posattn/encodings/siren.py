@@ -20,8 +20,8 @@ from .encoding import Encoding
 # %% ../../nbs/10_encodings.siren.ipynb #da965932
 def sinusoids(
     x: Tensor,  # positions [...]
-    d_s: int = 64,
-) -> Tensor:  # [..., d_s]
+    d_s: int = 64,  # [..., d_s]
+) -> Tensor:
     "Interleaved sin/cos features of `x` at frequencies exp(-2f ln(10000) / d_s)."
     w = torch.exp(-torch.arange(0, d_s, 2, device=x.device, dtype=x.dtype) * math.log(10000) / d_s)
     xw = x[..., None] * w
@@ -37,8 +37,8 @@ class BaselineEncoding(Encoding, nn.Module):
         self,
         d: int = 64,  # output features
         d_s: int = 64,  # sinusoidal features, even
-        reference_size: Sequence[int] | None = None,
-    ):  # [R]: positions counted from R - 1, on any grid
+        reference_size: Sequence[int] | None = None,  # [R]: positions counted from R - 1, on any grid
+    ):
         """The sinusoidal baseline encoding (1-D only).
 
         d: output features (default 64); d_s: sinusoidal features before the linear layer, even (default 64);
@@ -53,8 +53,8 @@ class BaselineEncoding(Encoding, nn.Module):
     def forward(
         self,
         offsets: Tensor,  # integer offsets [..., 1]
-        structure_size: Sequence[int],
-    ) -> Tensor:  # [..., d]
+        structure_size: Sequence[int],  # [..., d]
+    ) -> Tensor:
         "Encodings of the relative `offsets` in a sequence of length `structure_size[0]`."
         N = scale_size(structure_size, self.reference_size)[0]
         x = (offsets[..., 0] + N - 1).to(self.linear.weight.dtype)  # x = delta + N - 1
@@ -91,8 +91,8 @@ def siren_init(
     linears: Sequence[nn.Linear],  # SIREN's layers, first to last
     w0: float,  # frequency of the hidden sines
     w0_initial: float,  # frequency of the first sine
-    bias_init: str = 'zero',
-):  # 'zero' or 'phase'
+    bias_init: str = 'zero',  # 'zero' or 'phase'
+):
     "SIREN's weights, and its sine layers' biases: zero, or uniform phases w0 * b in [-pi, pi)."
     first, *hidden, last = linears
     nn.init.uniform_(first.weight, -1 / first.in_features, 1 / first.in_features)
@@ -123,8 +123,8 @@ class SirenEncoding(Encoding, nn.Module):
         learn_w0: bool = False,  # learn both frequencies (from w0 and w0_initial), kept positive
         bias_init: str = 'zero',  # the sine layers' biases: 'zero' (the paper) or 'phase' (uniform phases)
         activation: str = 'sine',  # 'sine' (SIREN), 'relu' or 'relu_he' (ReLUs: PyTorch's or He's init)
-        reference_size: Sequence[int] | None = None,
-    ):  # R of coordinates='fixed'; None: over the grid at hand
+        reference_size: Sequence[int] | None = None,  # R of coordinates='fixed'; None: over the grid at hand
+    ):
         """The SIREN relative positional encoding.
 
         n: positional dimensions; d: output features (64); hidden: width of the hidden layers (64); layers: L, linear
@@ -158,8 +158,8 @@ class SirenEncoding(Encoding, nn.Module):
     def forward(
         self,
         offsets: Tensor,  # integer offsets [..., n]
-        structure_size: Sequence[int],
-    ) -> Tensor:  # [..., d]
+        structure_size: Sequence[int],  # [..., d]
+    ) -> Tensor:
         "Encodings of the relative `offsets` in a structure of `structure_size`."
         h = normalise(offsets, scale_size(structure_size, self.reference_size), self.linears[0].weight.dtype)
         (w0_initial, w0), (*body, last) = self.frequencies(), self.linears
@@ -186,8 +186,8 @@ def make_encoding(
     dims: int,  # positional dimensions n
     d: int = 64,
     reference_size: Sequence[int] | None = None,  # R of coordinates='fixed'
-    **options,
-) -> nn.Module | None:  # the options of its class (SirenEncoding's hidden, w0, ...)
+    **options,  # the options of its class (SirenEncoding's hidden, w0, ...)
+) -> nn.Module | None:
     "The relative positional encoding named `pe` with `d` output features (None for 'none')."
     check_choice('pe', pe, ENCODINGS)
     if pe == 'baseline' and dims != 1:

@@ -21,8 +21,8 @@ from ..core.geometry import check_structure_size
 # %% ../../nbs/16_encodings.spe.ipynb #30409ead
 def pair_offsets(
     structure_size: Sequence[int],  # S
-    device=None,
-) -> Tensor:  # [N, N, n]: key minus query, per dimension
+    device=None,  # [N, N, n]: key minus query, per dimension
+) -> Tensor:
     "The offset `key - query` of every pair of positions of a structure flattened row-major."
     pos = torch.stack(torch.meshgrid(*(torch.arange(s, device=device) for s in structure_size), indexing='ij'), -1)
     pos = pos.reshape(-1, len(structure_size))
@@ -78,8 +78,8 @@ class SPE(_SharedDraw, nn.Module):
         d: int = 64,  # features, H * d_H kernels
         heads: int = 8,  # H
         realisations: int = 32,  # R, the number of realisations
-        gated: bool = True,
-    ):  # whether every layer gets a gate (SPEGate)
+        gated: bool = True,  # whether every layer gets a gate (SPEGate)
+    ):
         """The base of the SPE modules; call one as spe(structure_size, like) -> (qbar, kbar), each [H, N, d_H, R].
 
         dims: positional dimensions n; d: features, one kernel each (64); heads: H, dividing d (8);
@@ -97,8 +97,8 @@ class SPE(_SharedDraw, nn.Module):
     def codes(
         self,
         noise: Tensor,  # white noise [R, d, *noise_shape(S)]
-        S: tuple[int, ...],
-    ) -> tuple[Tensor, Tensor]:  # Q-bar, K-bar, each [H, N, d_H, R]
+        S: tuple[int, ...],  # Q-bar, K-bar, each [H, N, d_H, R]
+    ) -> tuple[Tensor, Tensor]:
         "The codes made from `noise`: a linear map."
         raise NotImplementedError
 
@@ -157,8 +157,8 @@ class SineSPE(SPE):
         heads: int = 8,  # H
         realisations: int = 32,  # R
         sines: int = 10,  # K, sinusoids per kernel
-        gated: bool = True,
-    ):  # whether every layer gets a gate
+        gated: bool = True,  # whether every layer gets a gate
+    ):
         """sineSPE; call it as spe(structure_size, like) -> (qbar, kbar), the codes, each [H, N, d_H, R].
 
         dims: positional dimensions, 1 only; d: features, one kernel each (64); heads: H, dividing d (8);
@@ -208,8 +208,8 @@ class ConvSPE(SPE):
         heads: int = 8,  # H
         realisations: int = 32,  # R
         kernel_size: int | Sequence[int] | None = None,  # filter size P; None: about 128 taps
-        gated: bool = True,
-    ):  # whether every layer gets a gate
+        gated: bool = True,  # whether every layer gets a gate
+    ):
         """convSPE; call it as spe(structure_size, like) -> (qbar, kbar), the codes, each [H, N, d_H, R].
 
         dims: positional dimensions n, 1, 2 or 3 (1); d: features, one kernel each (64); heads: H, dividing d (8);
@@ -254,8 +254,8 @@ class SPEGate(nn.Module):
     def __init__(
         self,
         d: int = 64,  # features
-        heads: int = 8,
-    ):  # H
+        heads: int = 8,  # H
+    ):
         """The gate of one layer; call it as gate(qbar, kbar) -> the gated codes, each [H, N, d_H, R].
 
         d: features (64); heads: H, dividing d (8)."""
@@ -290,8 +290,8 @@ def make_spe(
     heads: int = 8,
     realisations: int = 32,
     gated: bool = True,
-    **options,
-) -> SPE:  # sines= for 'sine', kernel_size= for 'conv'
+    **options,  # sines= for 'sine', kernel_size= for 'conv'
+) -> SPE:
     "The SPE module named `kind`; build ONE per model and give it to every layer."
     check_choice('kind', kind, SPE_KINDS)
     return SPE_KINDS[kind](dims, d, heads, realisations, gated=gated, **options)

@@ -118,8 +118,8 @@ def positions(structure_size: Sequence[int], device=None) -> Tensor:  # long [N,
 # %% ../../nbs/11_encodings.terms.ipynb #a11d3428
 def pairs_per_axis(
     features: int,  # features shared out, two per pair
-    dims: int,
-) -> list[int]:  # pairs of each coordinate
+    dims: int,  # pairs of each coordinate
+) -> list[int]:
     "features/2 pairs shared out over `dims` coordinates as evenly as possible, the first coordinates first."
     p = features // 2
     return [p // dims + (k < p % dims) for k in range(dims)]
@@ -139,8 +139,8 @@ def reference_attention(
     v: Tensor | None,  # positional bias [H, d_H] of the query slot; None: no bias
     structure_size: Sequence[int],
     span_size: Sequence[int],  # the window: keys farther than (SpanSize - 1) / 2 are dropped
-    terms: PositionTerms,
-) -> Tensor:  # [B, H, N, d_H]
+    terms: PositionTerms,  # [B, H, N, d_H]
+) -> Tensor:
     "The attention of `terms` as a double loop over queries and keys (slow: a reference for tests)."
     B, H, N, d = q.shape
     pos = positions(structure_size, q.device)
@@ -192,8 +192,8 @@ def turned_attention(
     q: Tensor,
     k: Tensor,
     value: Tensor,  # [B, H, N, d_H]
-    rotate: Rotation,
-) -> Tensor:  # [B, H, N, d_H]
+    rotate: Rotation,  # [B, H, N, d_H]
+) -> Tensor:
     "Softmax attention of queries and keys each turned once by `rotate`: how the block computes a rotation encoding."
     return (rotate(q) @ rotate(k).mT / math.sqrt(q.shape[-1])).softmax(-1) @ value
 

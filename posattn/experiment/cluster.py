@@ -180,7 +180,7 @@ class RunTask(Checkpointable):
         holder_env: str | None = None,  # this variable tells the command the pid of the lock's holder (the task)
         busy: tuple = (),  # exception types of entering the lock that mean: another process holds the run
         restart_when: Callable[[str], bool]
-        | None = None,  # picklable; true of a failed attempt's output if it did no work: started again at once
+        | None = None,  # picklable; true of a failed attempt's output if it did no work: started again
         restarts: int = 2,
     ):  # at most this many such restarts in one call
         _check_task(
@@ -269,7 +269,7 @@ class RunTask(Checkpointable):
         (folder / f'turn-{int(self.turn[1]) + 1}').touch()
 
     def _acquire_slot(self):
-        "Wait for this task's turn (every earlier one has a slot or has left), then for one of `slots`: its locked file."
+        "Wait for this task's turn (every earlier one has a slot or left), then for one of `slots`: its locked file."
         import fcntl
 
         if self.turn and int(self.turn[1]) > 0:
@@ -289,7 +289,7 @@ class RunTask(Checkpointable):
             time.sleep(0.2)
 
     def _on_term(self, signum, frame):
-        "SIGTERM: stop the command, record the attempt `terminated` (if it started) and leave at once, without a result."
+        "SIGTERM: stop the command, record the attempt `terminated` (if it started), leave at once without a result."
         self._stop()
         if self._attempt is not None:
             self._record_end('terminated', signal=signal.Signals(signum).name)
@@ -438,8 +438,8 @@ NOT_SHARED = ('/tmp', '/var/tmp', '/dev/shm')  # folders private to each machine
 def check_executor(
     kind: str,  # 'local' or 'slurm'
     folder: str | Path,  # submitit's folder (not created here)
-    **options,
-) -> dict:  # the options of make_executor
+    **options,  # the options of make_executor
+) -> dict:
     "`make_executor`'s checks, nothing created: the options, SLURM's commands; warns of a folder under /tmp."
     check_choice('kind', kind, KINDS)
     unknown = sorted(set(options) - set(SLURM_ONLY) - set(COMMON))
@@ -621,8 +621,8 @@ def submit(
 
 def stop(
     jobs: Sequence,  # jobs returned by submit
-    timeout_s: float = 60.0,
-) -> None:  # local: how long to wait for the processes to end
+    timeout_s: float = 60.0,  # local: how long to wait for the processes to end
+) -> None:
     "End submitted runs: scancel on SLURM; locally SIGTERM to each controller (repeated until it has ended)."
     slurm = [j for j in jobs if not isinstance(j, submitit.local.local.LocalJob)]
     if slurm:

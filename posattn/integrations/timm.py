@@ -150,8 +150,8 @@ class TimmPositionalAttention(nn.Module):
         self,
         block: PositionalSelfAttention,  # the attention, its weights carried over
         grid: Sequence[int] | _PatchGrid,  # the patch grid, (rows, columns); or read per batch (dynamic_img_size)
-        prefix: int,
-    ):  # class and register tokens before the grid
+        prefix: int,  # class and register tokens before the grid
+    ):
         super().__init__()
         self.block, self.prefix = block, int(prefix)
         self._grid = grid if isinstance(grid, _PatchGrid) else tuple(grid)
@@ -166,8 +166,8 @@ class TimmPositionalAttention(nn.Module):
         x: Tensor,  # [B, prefix + rows * columns, d], as timm's blocks hand it over
         attn_mask: Tensor | None = None,
         is_causal: bool = False,
-        rope: Tensor | None = None,
-    ) -> Tensor:  # Eva's blocks pass the model's rope: None once converted
+        rope: Tensor | None = None,  # Eva's blocks pass the model's rope: None once converted
+    ) -> Tensor:
         "The block's attention of `x` (timm's mask arguments must be unset: the span is the mask; its rope too)."
         if attn_mask is not None or is_causal:
             raise ValueError("a converted attention takes no attn_mask and is_causal=False: its window is the span's")
@@ -251,8 +251,8 @@ def convert_vit(
     version: str = 'auto',  # the blocks' version (VERSION_CHOICES)
     pos_embed: str = 'keep',  # the absolute position embedding: 'keep' or 'drop'
     grid: Sequence[int] | None = None,  # the patch grid, checked against the patch embedding's when given
-    **options,
-) -> nn.Module:  # other arguments of PositionalSelfAttention (init_sigma, w0, ...)
+    **options,  # other arguments of PositionalSelfAttention (init_sigma, w0, ...)
+) -> nn.Module:
     "Each attention of `model` made, in place, a PositionalSelfAttention on its patch grid; prefix tokens off the grid."
     check_choice('pos_embed', pos_embed, ('keep', 'drop'))
     table, name = _vit_parts(), type(model).__name__
@@ -327,8 +327,8 @@ def vit_classifier(
     blocks: int = 6,
     ffn: int = 128,
     dropout: float = 0.1,
-    **options,
-) -> TimmClassifier:  # the converted blocks' other arguments (init_sigma, version, ...)
+    **options,  # the converted blocks' other arguments (init_sigma, version, ...)
+) -> TimmClassifier:
     "A timm ViT of the Classifier's widths on [B, H, W, C] images; convert_vit applied unless pe='none' and span='off'."
     from timm.models.vision_transformer import VisionTransformer
 

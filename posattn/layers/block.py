@@ -228,11 +228,10 @@ class PositionalSelfAttention(_RunningVersion, _VersionSwitch, MultiHeadSelfAtte
         threshold: float = 0.0,  # t in [0, 1); 0 keeps every key
         init_sigma: float = 0.3,  # initial sigma of the span, every dimension
         version: str = DEFAULT_VERSION,  # implementation, one of VERSION_CHOICES ('auto': the device's)
-        pe_options: dict
-        | None = None,  # options of the encoding's class: SIREN's hidden, layers, w0, ..., or e.g. max_offset
+        pe_options: dict | None = None,  # options of the encoding's class: SIREN's hidden, w0, ..., or max_offset
         coordinates: str = 'structure',  # offsets over the grid at hand (the paper's) or 'fixed' (over reference_size)
-        reference_size: Sequence[int] | None = None,
-    ):  # R of coordinates='fixed', e.g. the training grid
+        reference_size: Sequence[int] | None = None,  # R of coordinates='fixed', e.g. the training grid
+    ):
         """Positional multi-head self-attention; call it as block(x [B, N, d], structure_size) -> [B, N, d].
         d: features (64); heads: H, dividing d (8); pe: one of RELATIVE_ENCODINGS ('siren'); dims: n (1); span: 'off',
         'gaussian' or 'covariance'; threshold: t in [0, 1) cutting a window from the Gaussian; init_sigma: (0.3);
@@ -263,8 +262,8 @@ class PositionalSelfAttention(_RunningVersion, _VersionSwitch, MultiHeadSelfAtte
         self,
         x: Tensor,  # tokens [B, P + N, d]: P off the grid, then the grid flattened row-major
         structure_size: Sequence[int],
-        prefix: int = 0,
-    ) -> Tensor:  # P, tokens off the grid (class, registers) first in x; [B, P + N, d]
+        prefix: int = 0,  # P, tokens off the grid (class, registers) first in x; [B, P + N, d]
+    ) -> Tensor:
         "Positional multi-head self-attention of `x` laid out in `structure_size` (after `prefix` tokens off the grid)."
         S = _check_input(x, structure_size, self.d, self.dims, self.qkv.weight.dtype, self.qkv.weight.device, prefix)
         if self.version in FUSED_VERSIONS:
@@ -274,8 +273,8 @@ class PositionalSelfAttention(_RunningVersion, _VersionSwitch, MultiHeadSelfAtte
 # %% ../../nbs/23_layers.block.ipynb #dbe1406a
 def fixed_on(
     options: dict,  # options of the blocks a model builds
-    grid: Sequence[int],
-) -> dict:  # the grid they are built on (pixels, or patches)
+    grid: Sequence[int],  # the grid they are built on (pixels, or patches)
+) -> dict:
     "`options` under coordinates='fixed', reference_size defaulting to `grid`: a pixel or patch as on the built grid."
     if options.get('coordinates') == 'fixed':
         options.setdefault('reference_size', tuple(grid))

@@ -205,8 +205,7 @@ def chunk_backward(
     geom: SkewGeometry,
     need: frozenset[str],  # the fields that need a gradient (the Gaussian's and the bias's are skipped if not)
     raw: Tensor | None = None,  # the raw scores, if at hand
-    sums: tuple[Tensor, Tensor]
-    | None = None,  # dense mode: running sums [B, H, d_H, N] of the keys' and the values' gradients
+    sums: tuple[Tensor, Tensor] | None = None,  # dense: running sums [B, H, d_H, N] of the keys' and values' gradients
     dlse: Tensor | None = None,  # the gradient of the log-normalisers [B, H, nt, T^n], when the call returned them
 ) -> Chunk:  # the gradients, by name; dense mode's keys and values are added to `sums` instead
     "Gradients of `chunk_forward` from the softmax weights `p` and the output."
@@ -301,8 +300,8 @@ def _key_grads(da: Tensor, kb: Tensor, f: Tensor) -> tuple[Tensor, Tensor]:
 def _value_term(
     p: Tensor,  # softmax weights [B, H, nt, T^n, L^n], zero outside the window
     ev: Tensor,  # V over the offsets: [H, 1, C^n, d_H] (every tile) or [H, nt, C^n, d_H] (per tile)
-    geom,
-) -> Tensor:  # [B, H, nt, T^n, d_H]
+    geom,  # [B, H, nt, T^n, d_H]
+) -> Tensor:
     "The value slot: sum over keys of the weight times V at the key's offset (weights moved to offsets by the unskew)."
     T, C, L, base = geom
     B, H, nt, nq = p.shape[:4]

@@ -54,8 +54,8 @@ def _key_halos(x: Tensor, S, plan: FastPlan) -> Tensor:  # [B, H, tiles, L^n, d]
 # %% ../../nbs/21c_layers.fast_layout.ipynb #156e745b
 def _fold_halos(
     g: Tensor,  # halo gradients [B, H, tiles, L^n, d]
-    plan: FastPlan,
-) -> Tensor:  # [B, H, *P, d], P = (tiles - 1) T + L per dimension
+    plan: FastPlan,  # [B, H, *P, d], P = (tiles - 1) T + L per dimension
+) -> Tensor:
     "The adjoint of the unfolding in `_key_halos`: every halo entry added back onto its place in the padded grid."
     B, H, _, _, d = g.shape
     n = len(plan.tile)
@@ -113,8 +113,7 @@ def unskew(
     C,
     L,
     base,
-    alloc: Callable[[tuple], Tensor]
-    | None = None,  # a buffer of the given shape to write into (scratch); None: a new tensor
+    alloc: Callable[[tuple], Tensor] | None = None,  # a buffer of the given shape to write into; None: a new one
 ) -> Tensor:  # [B, H, t, T^n, C^n]
     "The adjoint of `skew`: out[..., b, c] = da[..., b, c + b - base], zero where no key has that offset."
     n = len(T)
@@ -330,8 +329,8 @@ def tile_grids(c: Chunk) -> Chunk:
 def fold_grids(
     acc: Tensor,  # the one grid's gradient [H, R^n + 1, d_H], added to in place
     de: Tensor,  # the gradient of a chunk's grids [H, nt, d_H, C^n]
-    index: Tensor,
-) -> Tensor:  # that chunk's grid_index [nt, C^n]
+    index: Tensor,  # that chunk's grid_index [nt, C^n]
+) -> Tensor:
     "The adjoint of `tile_grids`: each tile's gradient added into the rows of the one grid it was gathered from."
     return acc.index_add_(1, index.flatten(), de.mT.reshape(acc.shape[0], -1, acc.shape[-1]))
 

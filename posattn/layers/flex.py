@@ -74,8 +74,7 @@ def attend_flex(
     encode: Encode | None = None,
     gaussian: Gauss | None = None,
     *,
-    terms: PositionTerms
-    | None = None,  # the slots of an encoding (VERSION_TABLE['flex'].slots), in place of encode and gaussian
+    terms: PositionTerms | None = None,  # an encoding's slots (VERSION_TABLE['flex'].slots), for encode and gaussian
 ) -> Tensor:  # [B, H, N, d_H]
     "Version 1's attention in one flex_attention kernel: positional term and Gaussian read from window-offset tables."
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)

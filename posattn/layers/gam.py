@@ -37,8 +37,8 @@ DISTANCES = ('manhattan', 'chebyshev')
 
 def grid_coordinates(
     structure_size: Sequence[int],  # S: n sizes
-    device=None,
-) -> Tensor:  # [N, n] integer coordinates, row-major (last dimension fastest)
+    device=None,  # [N, n] integer coordinates, row-major (last dimension fastest)
+) -> Tensor:
     "The coordinates of every token of a structure of size `structure_size`."
     axes = [torch.arange(s, device=device) for s in structure_size]
     return torch.stack(torch.meshgrid(*axes, indexing='ij'), -1).reshape(-1, len(axes))
@@ -47,8 +47,8 @@ def grid_coordinates(
 def relative_counts(
     structure_size: Sequence[int],  # S
     distance: str = 'manhattan',  # 'manhattan' (L1) or 'chebyshev' (L-infinity)
-    device=None,
-) -> Tensor:  # [N, N] integer counts r[alpha, beta] >= 1
+    device=None,  # [N, N] integer counts r[alpha, beta] >= 1
+) -> Tensor:
     "Eqs. 28-29 in n-D: 1 for a token and itself, 2 + (elements between) = 1 + distance otherwise."
     check_choice('distance', distance, DISTANCES)
     c = grid_coordinates(structure_size, device)
@@ -110,8 +110,8 @@ class _GAMParameters(MultiHeadSelfAttention):
         combine: str = 'linear',  # 'linear' (Eq. 20) or 'geometric' (signed Eq. 25)
         c1: float = 0.5,  # weight of the content branch in [0, 1]; the start value when learned
         learn_c1: bool = True,  # learn c1 (combine='linear' only)
-        distance: str = 'manhattan',
-    ):  # the count between tokens: 'manhattan' or 'chebyshev'
+        distance: str = 'manhattan',  # the count between tokens: 'manhattan' or 'chebyshev'
+    ):
         """Generalized attention (GAM); call it as block(x [B, N, d], structure_size) -> [B, N, d].
 
         d: features (64); heads: H, dividing d (8); dims: positional dimensions n (1); matrices: N_B, matrices per
@@ -231,8 +231,8 @@ class GeneralizedAttention(_GAMRelative):
     def forward(
         self,
         x: Tensor,  # tokens [B, N, d], flattened row-major
-        structure_size: Sequence[int],
-    ) -> Tensor:  # [B, N, d]
+        structure_size: Sequence[int],  # [B, N, d]
+    ) -> Tensor:
         "GAM self-attention of `x` laid out in `structure_size`: Eq. 20 or 25 per head, then the output map."
         S = self._check_input(x, structure_size)
         proj = self.qkv(x)

@@ -99,8 +99,8 @@ class LinearSelfAttention(MultiHeadSelfAttention):
         dims: int = 1,  # positional dimensions n of the structures it accepts
         features: int = 64,  # m, positive random features per head
         spe: SPE | None = None,  # the model's shared SPE module (SineSPE or ConvSPE), or None
-        orthogonal: bool = True,
-    ):  # orthogonal random features
+        orthogonal: bool = True,  # orthogonal random features
+    ):
         """Linear multi-head self-attention; call it as layer(x [B, N, d], structure_size) -> [B, N, d].
 
         d: features (64); heads: H, dividing d (8); dims: positional dimensions n (1); features: m, positive
@@ -137,8 +137,8 @@ class LinearSelfAttention(MultiHeadSelfAttention):
     def forward(
         self,
         x: Tensor,  # tokens [B, N, d], flattened row-major
-        structure_size: Sequence[int],
-    ) -> Tensor:  # [B, N, d]
+        structure_size: Sequence[int],  # [B, N, d]
+    ) -> Tensor:
         "Linear multi-head self-attention of `x` laid out in `structure_size`."
         S = _check_input(x, structure_size, self.d, self.dims)
         if self.spe is not None and self.spe.realisations != self.omega.shape[1]:

@@ -30,7 +30,7 @@ from ..encodings.terms import PositionTerms
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #5bd4bacf
 @triton.jit
 def _coords(t, S1: tl.constexpr, S2: tl.constexpr):
-    "The three coordinates of row-major tokens t in a (S0, S1, S2) structure, or of window positions t in a (W0, W1, W2) window."
+    "The three coordinates of row-major tokens t in (S0, S1, S2), or of window positions t in (W0, W1, W2)."
     return t // (S1 * S2), (t // S2) % S1, t % S2
 
 
@@ -48,19 +48,9 @@ def _pairs(
 
 
 @triton.jit
-def _window_keys(
-    i,
-    pos,
-    N,
-    M,
-    S0: tl.constexpr,
-    S1: tl.constexpr,
-    S2: tl.constexpr,
-    W0: tl.constexpr,
-    W1: tl.constexpr,
-    W2: tl.constexpr,
-):
-    "The key at window position pos of each query i's window, and whether there is one (in the structure; i, pos in range)."
+def _window_keys(i, pos, N, M, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr,
+                 W1: tl.constexpr, W2: tl.constexpr):  # fmt: skip
+    "The key at position pos of query i's window, and whether there is one (in the structure; i, pos in range)."
     i0, i1, i2 = _coords(i[:, None], S1, S2)
     m0, m1, m2 = _coords(pos[None, :], W1, W2)  # the position's digits: its offset plus the reach
     c0, c1, c2 = i0 + m0 - (W0 - 1) // 2, i1 + m1 - (W1 - 1) // 2, i2 + m2 - (W2 - 1) // 2
@@ -80,18 +70,9 @@ def _constants(structure_size: tuple, span_size: tuple) -> dict:
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #d0c53ee5
 @triton.jit
-def _reach(
-    lo_tok,
-    hi_tok,
-    N,
-    S0: tl.constexpr,
-    S1: tl.constexpr,
-    S2: tl.constexpr,
-    W0: tl.constexpr,
-    W1: tl.constexpr,
-    W2: tl.constexpr,
-):
-    "The tokens [lo, hi) within the window's reach of tokens lo_tok..hi_tok-1 along the first dimension longer than 1: `key_range`."
+def _reach(lo_tok, hi_tok, N, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr,
+           W1: tl.constexpr, W2: tl.constexpr):  # fmt: skip
+    "`key_range` in a kernel: tokens [lo, hi) the window reaches from lo_tok..hi_tok-1 along the first long dimension."
     S: tl.constexpr = (
         S0 if S0 > 1 else (S1 if S1 > 1 else S2)
     )  # its size and window; the dimensions before it have size 1,
@@ -153,27 +134,9 @@ def _first(m, inside, M):
 
 
 @triton.jit
-def _pre(
-    q,
-    k,
-    qv,
-    i,
-    m,
-    inside,
-    bh,
-    N,
-    M,
-    H,
-    D,
-    f,
-    P,
-    R,
-    HAS_P: tl.constexpr,
-    BAND: tl.constexpr,
-    MT: tl.constexpr,
-    IEEE: tl.constexpr,
-):
-    "The part of the tile's scores G multiplies, q k^T plus the positional term; the band's first window position and encodings."
+def _pre(q, k, qv, i, m, inside, bh, N, M, H, D, f, P, R, HAS_P: tl.constexpr, BAND: tl.constexpr,
+         MT: tl.constexpr, IEEE: tl.constexpr):  # fmt: skip
+    "The part of the tile's scores G multiplies (q k^T plus the positional term); the band's first position, encodings."
     pre = _dot(q, tl.trans(k), IEEE)
     lo = 0
     r = tl.zeros([MT, 16], tl.float32)  # stands for the band's encodings without BAND
@@ -205,37 +168,10 @@ def _scores(pre, m, inside, bh, M, H, G, Bi, HAS_G: tl.constexpr, HAS_B: tl.cons
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #aa914c9d
 @triton.jit
-def _fwd(
-    Q,
-    K,
-    V,
-    QV,
-    P,
-    R,
-    G,
-    Bi,
-    O,
-    L,
-    N,
-    M,
-    H,
-    D,
-    S0: tl.constexpr,
-    S1: tl.constexpr,
-    S2: tl.constexpr,
-    W0: tl.constexpr,
-    W1: tl.constexpr,
-    W2: tl.constexpr,
-    HAS_P: tl.constexpr,
-    BAND: tl.constexpr,
-    HAS_G: tl.constexpr,
-    HAS_B: tl.constexpr,
-    MT: tl.constexpr,
-    IEEE: tl.constexpr,
-    BM: tl.constexpr,
-    BN: tl.constexpr,
-    BD: tl.constexpr,
-):
+def _fwd(Q, K, V, QV, P, R, G, Bi, O, L, N, M, H, D, S0: tl.constexpr, S1: tl.constexpr, S2: tl.constexpr,
+         W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr, HAS_P: tl.constexpr, BAND: tl.constexpr,
+         HAS_G: tl.constexpr, HAS_B: tl.constexpr, MT: tl.constexpr, IEEE: tl.constexpr, BM: tl.constexpr,
+         BN: tl.constexpr, BD: tl.constexpr):  # fmt: skip
     "One block of BM queries against the key blocks its window reaches: online softmax, output and logsumexp."
     bh, i0, f = tl.program_id(1), tl.program_id(0) * BM, tl.arange(0, BD)
     i, base = i0 + tl.arange(0, BM), bh * N * D
@@ -283,42 +219,10 @@ def _fwd(
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #25e93d5e
 @triton.jit
-def _bwd_kv(
-    Q,
-    K,
-    V,
-    QV,
-    P,
-    R,
-    G,
-    Bi,
-    dO,
-    L,
-    Delta,
-    dK,
-    dV,
-    dP,
-    N,
-    M,
-    H,
-    D,
-    S0: tl.constexpr,
-    S1: tl.constexpr,
-    S2: tl.constexpr,
-    W0: tl.constexpr,
-    W1: tl.constexpr,
-    W2: tl.constexpr,
-    HAS_P: tl.constexpr,
-    BAND: tl.constexpr,
-    HAS_G: tl.constexpr,
-    HAS_B: tl.constexpr,
-    NEED_P: tl.constexpr,
-    MT: tl.constexpr,
-    IEEE: tl.constexpr,
-    BM: tl.constexpr,
-    BN: tl.constexpr,
-    BD: tl.constexpr,
-):
+def _bwd_kv(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dK, dV, dP, N, M, H, D, S0: tl.constexpr, S1: tl.constexpr,
+            S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr, HAS_P: tl.constexpr,
+            BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, NEED_P: tl.constexpr, MT: tl.constexpr,
+            IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):  # fmt: skip
     "One block of BN keys against the query blocks that reach it: dK, dV, and P's gradient, pair by pair."
     bh, j0, f = tl.program_id(1), tl.program_id(0) * BN, tl.arange(0, BD)
     j, base = j0 + tl.arange(0, BN), bh * N * D
@@ -358,46 +262,12 @@ def _add_row(X, pos, M, x):
 
 # %% ../../nbs/22b_layers.triton_kernel.ipynb #c758f773
 @triton.jit
-def _bwd_q(
-    Q,
-    K,
-    V,
-    QV,
-    P,
-    R,
-    G,
-    Bi,
-    dO,
-    L,
-    Delta,
-    dQ,
-    dQV,
-    dR,
-    dG,
-    dB,
-    N,
-    M,
-    H,
-    D,
-    S0: tl.constexpr,
-    S1: tl.constexpr,
-    S2: tl.constexpr,
-    W0: tl.constexpr,
-    W1: tl.constexpr,
-    W2: tl.constexpr,
-    HAS_P: tl.constexpr,
-    BAND: tl.constexpr,
-    HAS_G: tl.constexpr,
-    HAS_B: tl.constexpr,
-    NEED_G: tl.constexpr,
-    NEED_B: tl.constexpr,
-    MT: tl.constexpr,
-    IEEE: tl.constexpr,
-    BM: tl.constexpr,
-    BN: tl.constexpr,
-    BD: tl.constexpr,
-):
-    "One block of BM queries against the key blocks it reaches: dQ, this block's rows of dG and db; with BAND d(QV) and its part of dR."
+def _bwd_q(Q, K, V, QV, P, R, G, Bi, dO, L, Delta, dQ, dQV, dR, dG, dB, N, M, H, D, S0: tl.constexpr,
+           S1: tl.constexpr, S2: tl.constexpr, W0: tl.constexpr, W1: tl.constexpr, W2: tl.constexpr,
+           HAS_P: tl.constexpr, BAND: tl.constexpr, HAS_G: tl.constexpr, HAS_B: tl.constexpr, NEED_G: tl.constexpr,
+           NEED_B: tl.constexpr, MT: tl.constexpr, IEEE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+           BD: tl.constexpr):  # fmt: skip
+    "BM queries against the key blocks they reach: dQ, this block's rows of dG and db; with BAND d(QV) and its dR."
     bh, i0, f = tl.program_id(1), tl.program_id(0) * BM, tl.arange(0, BD)
     i, base = i0 + tl.arange(0, BM), bh * N * D
     q, do = _rows(Q, base, i, f, N, D), _rows(dO, base, i, f, N, D)
@@ -546,12 +416,11 @@ def attend_triton(
     encode: Encode | None = None,
     gaussian: Gauss | None = None,
     *,
-    terms: PositionTerms
-    | None = None,  # the slots of an encoding (VERSION_TABLE['triton'].slots), in place of encode and gaussian
+    terms: PositionTerms | None = None,  # an encoding's slots (VERSION_TABLE['triton'].slots), for encode and gaussian
     block: int = 64,  # queries and keys per tile: a power of two, at least 16
     band: bool = False,  # the positional term computed in the kernels (memory O(N)) instead of read from P (O(N M))
 ) -> Tensor:  # [B, H, N, d_H]
-    "Version 1's attention in posattn's own Triton kernels, forward and backward, over the key blocks the window reaches; positions from P or the band."
+    "Version 1's attention in posattn's Triton kernels, both passes, over the key blocks the window reaches."
     t, S, W, q, k, u = attend_setup(q, k, value, u, v, structure_size, span_size, encode, gaussian, terms)
     _check_call(t, S, q, block, band)
     B, H, N, d = q.shape

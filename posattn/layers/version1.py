@@ -21,8 +21,8 @@ from ..encodings.terms import PositionTerms, position_terms
 # %% ../../nbs/20_layers.version1.ipynb #6742ede5
 def spread(
     e: Tensor,  # a relative grid [*RelativeSize, *features]
-    structure_size: Sequence[int],
-) -> Tensor:  # [N, N, *features]
+    structure_size: Sequence[int],  # [N, N, *features]
+) -> Tensor:
     "Algorithm 9: out[i, j] = e[j - i] for every query i and key j (unfold, flip, flatten)."
     n = len(structure_size)
     for k, s in enumerate(structure_size):

@@ -44,8 +44,8 @@ def _starts(s: int, p: int, device=None) -> Tensor:  # [s]
 def _keys_v2(
     k: Tensor,  # keys (or values) [B, H, N, d_H]
     structure_size: Sequence[int],
-    patch_size: Sequence[int],
-) -> Tensor:  # K* [B, H, N, N_p, d_H]
+    patch_size: Sequence[int],  # K* [B, H, N, N_p, d_H]
+) -> Tensor:
     "Algorithm 11: the keys of each query's patch (first and last patches repeated), materialised."
     B, H, N, d_head = k.shape
     x = _unfold(k.reshape(B, H, *structure_size, d_head), 2, patch_size)  # [B, H, *(S-p+1), *p, d_H]
@@ -58,8 +58,8 @@ def _pad_centre(
     x: Tensor,  # [..., *size_in, *features], positional dims starting at `first`
     first: int,  # index of the first positional dimension
     size: Sequence[int],  # wanted size of each positional dimension, >= size_in, same parity
-    value: float = 0.0,
-) -> Tensor:  # [..., *size, *features]
+    value: float = 0.0,  # [..., *size, *features]
+) -> Tensor:
     "Pad the positional dimensions of `x` equally on both sides to `size` with the constant `value`."
     n = len(size)
     pad = [0, 0] * (x.dim() - first - n)  # F.pad lists the last dimension first
@@ -71,8 +71,8 @@ def _pad_centre(
 def _pe_v2(
     e: Tensor,  # E (or G) on the window's offsets [*SpanSize, *features]
     structure_size: Sequence[int],
-    patch_size: Sequence[int],
-) -> Tensor:  # P (or G*) [N, N_p, *features]
+    patch_size: Sequence[int],  # P (or G*) [N, N_p, *features]
+) -> Tensor:
     "Algorithm 12: pad, unfold, flip, repeat the middle row, flatten."
     n = len(patch_size)
     x = _pad_centre(e, 0, [2 * p - 1 for p in patch_size])  # [*(2p-1), *f]
@@ -95,8 +95,11 @@ def _band(cond, structure_size, patch_size, device=None) -> Tensor:  # bool [N, 
 
 
 def _mask_v2(
-    span_size: Sequence[int], structure_size: Sequence[int], patch_size: Sequence[int], device=None
-) -> Tensor:  # bool [N, N_p]
+    span_size: Sequence[int],
+    structure_size: Sequence[int],
+    patch_size: Sequence[int],
+    device=None,  # bool [N, N_p]
+) -> Tensor:
     "Algorithm 13: True where position m of query i's patch lies inside the SpanSize window of i."
     S, W, P = structure_size, span_size, patch_size
 
@@ -170,8 +173,8 @@ def attend_v2(
 def _keys_v3(
     k: Tensor,  # keys (or values) [B, H, N, d_H]
     structure_size: Sequence[int],
-    span_size: Sequence[int],
-) -> Tensor:  # K* [B, H, N, N_p, d_H]
+    span_size: Sequence[int],  # K* [B, H, N, N_p, d_H]
+) -> Tensor:
     "Algorithm 14: pad the keys with c = 0, unfold a window of SpanSize around every query, materialised."
     B, H, N, d_head = k.shape
     x = _pad_centre(
@@ -183,8 +186,8 @@ def _keys_v3(
 # %% ../../nbs/21_layers.versions.ipynb #6ecca8d2
 def _pe_v3(
     e: Tensor,  # E (or G) on the window's offsets [*SpanSize, *features]
-    span_size: Sequence[int],
-) -> Tensor:  # E-hat (or G-hat) [N_p, *features]
+    span_size: Sequence[int],  # E-hat (or G-hat) [N_p, *features]
+) -> Tensor:
     "Version 3's E-hat and G-hat: the window's grid, flattened; one row shared by all queries."
     return e.reshape(math.prod(span_size), *e.shape[len(span_size) :])
 

@@ -38,8 +38,8 @@ class EncoderBlock(nn.Module):
         ffn: int = 128,  # hidden width of the feed-forward network
         dropout: float = 0.1,  # dropout after attention and feed-forward, and inside the FFN
         attention: str = 'positional',  # a key of ATTENTIONS
-        **options,
-    ):  # options of that attention (heads, pe, dims, span, threshold, version, ...)
+        **options,  # options of that attention (heads, pe, dims, span, threshold, version, ...)
+    ):
         """A post-norm encoder layer; call it as block(x [B, N, d], structure_size) -> [B, N, d].
 
         d: features (64); ffn: hidden width of the feed-forward network (128); dropout: the rate after the attention
@@ -55,8 +55,8 @@ class EncoderBlock(nn.Module):
     def forward(
         self,
         x: Tensor,  # [B, N, d]
-        structure_size: Sequence[int],
-    ) -> Tensor:  # [B, N, d]
+        structure_size: Sequence[int],  # [B, N, d]
+    ) -> Tensor:
         "Attention then feed-forward, each followed by its residual sum and LayerNorm."
         x = self.norm1(x + self.drop1(self.attention(x, structure_size)))
         return self.norm2(x + self.drop2(self.ffn(x)))
@@ -119,8 +119,8 @@ class Classifier(_LayerReport, nn.Module):
         head_hidden: int = 64,  # hidden width of the output head
         dropout: float = 0.1,  # every dropout rate
         attention: str = 'positional',  # the attention of every block, a key of ATTENTIONS
-        **options,
-    ):  # options of that attention (heads, pe, dims, span, threshold, version, ...)
+        **options,  # options of that attention (heads, pe, dims, span, threshold, version, ...)
+    ):
         """Figure 1's classifier; call it as model(x [B, *structure_size, C]) -> class scores [B, classes].
 
         channels: C, features per pixel; classes: the number of classes; structure_size: S of the input ([H, W], or
