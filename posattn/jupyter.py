@@ -22,7 +22,7 @@ class CurveProvisioner(LocalProvisioner):
 
 # %% ../nbs/98_jupyter.ipynb #c30d555c
 def save_without_outputs(model: dict, path: str, contents_manager=None, **kwargs):
-    "Jupyter's pre-save hook: every code cell's outputs and execution count cleared, then cleaned as nbdev-clean cleans."
+    "Jupyter's pre-save hook: each code cell's outputs and execution count cleared, then cleaned as nbdev-clean cleans."
     if model.get('type') != 'notebook' or model['content'].get('nbformat') != 4:
         return
     for cell in model['content']['cells']:

@@ -27,7 +27,7 @@ def rel_error(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def grad_error(got: list, want: list) -> float:
-    "The largest relative error over the gradients, leaving out the ones that are 0 up to rounding (under 1e-6 of the largest)."
+    "The largest relative error over the gradients, leaving out those 0 up to rounding (under 1e-6 of the largest)."
     top = max(w.abs().max().item() for w in want)
     return max([rel_error(g, w) for g, w in zip(got, want) if w.abs().max().item() > 1e-6 * top] or [0.0])
 
@@ -69,7 +69,7 @@ def _versions(dev: torch.device) -> tuple[str, ...]:
 def correctness(
     dev: torch.device, quick: bool, bf16: bool = False, time_left: Callable[[], float] = lambda: math.inf
 ) -> list[dict]:
-    "Every version and encoding on `dev` against Version 1 in float64 on the CPU: in float32, or on one case under bfloat16 autocast (as training runs it), within bfloat16's rounding."
+    "Every version and encoding on `dev` vs Version 1 (float64, CPU): in float32, or one case under bfloat16 autocast."
     rows, (out_tol, grad_tol) = [], ((5e-2, 1e-1) if bf16 else (1e-4, 1e-3))
     for case in _cases(True)[:1] if bf16 else _cases(quick):
         if time_left() < 15:

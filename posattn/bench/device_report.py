@@ -92,7 +92,7 @@ def measured(data: dict, version: str, amp: str, side: int) -> dict[str, float |
 
 
 def targets(data: dict, side: int = 32, table: Sequence[Target] = TARGETS) -> list[dict]:
-    "Each target of `table` for fast and each fused version in each precision: the measured value (by its field), the limit, met or not."
+    "Each `table` target of fast and the fused versions per precision: the value (by its field), limit, met or not."
     out = []
     for amp in AMPS:
         for version in ('fast', *FUSED_VERSIONS):
@@ -153,7 +153,8 @@ def _check_lines(data: dict) -> list[str]:
             '## Correctness against Version 1 in float64 on the CPU',
             '',
             f"{len(c) - len(bad)} of {len(c)} (version, case) pairs within 1e-4 (outputs) and 1e-3 (gradients); "
-            f"largest errors: outputs {max(r['out_err'] for r in c):.1e}, gradients {max(r['grad_err'] for r in c):.1e}.",
+            f"largest errors: outputs {max(r['out_err'] for r in c):.1e}, "
+            f"gradients {max(r['grad_err'] for r in c):.1e}.",
             '',
         ]
         if bad:
@@ -230,7 +231,8 @@ def _train_lines(data: dict) -> list[str]:
         'The floor is `sdpa` (the projections around fused SDPA, no positions) at the same size, precision and mode. '
         'Hours: one paper run, 80 epochs of 2,000 steps and 500 validation batches, at these speeds.',
         '',
-        '| model | side | precision | mode | version | ms/step | x floor | images/s | peak MB | x floor | paper run h |',
+        '| model | side | precision | mode | version | ms/step | x floor | images/s | peak MB | x floor '
+        '| paper run h |',
         '|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|',
     ]
     for r in data['train']:
@@ -324,8 +326,8 @@ def _fused_lines(data: dict) -> list[str]:
         '## The fused versions against fast (one 2-D layer, forward and backward)',
         '',
         f"At {z['sides'][0]}x{z['sides'][0]}, {_at(z)}, float32. Errors are relative to fast's outputs and gradients; "
-        "held: the memory still allocated after the calls beyond the output and gradients the check keeps (scratch buffers, "
-        "or anything a call leaves on the output's autograd graph).",
+        "held: the memory still allocated after the calls beyond the output and gradients the check keeps "
+        "(scratch buffers, or anything a call leaves on the output's autograd graph).",
         '',
         '| window | version | out err | grad err | ms | fast ms | peak MB | fast MB | held MB | fast held MB |',
         '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -366,8 +368,8 @@ def _target_lines(data: dict) -> list[str]:
         '',
         *(
             [
-                'The CPU pass: its sizes are not the targets\' (32x32, batch 20, on a GPU); the table only shows the check '
-                'computes them.',
+                'The CPU pass: its sizes are not the targets\' (32x32, batch 20, on a GPU); '
+                'the table only shows the check computes them.',
                 '',
             ]
             if not data['machine']['device'].startswith('cuda')
@@ -403,8 +405,8 @@ def _run_lines(data: dict) -> list[str]:
         rr.get('skipped')
         or (
             f"`span_2d_threshold`, paper profile, {rr['steps']} steps of batch 20 on {rr['dataset']} "
-            f"({'the offline CIFAR-10 copy' if rr['dataset'] == 'imagefolder' else 'a CPU check'}) and {rr['val_images']} "
-            f"validation images: {rr['seconds']:.0f} s in all (data loading included), "
+            f"({'the offline CIFAR-10 copy' if rr['dataset'] == 'imagefolder' else 'a CPU check'}) "
+            f"and {rr['val_images']} validation images: {rr['seconds']:.0f} s in all (data loading included), "
             f"validation accuracy {num_cell(rr['val_accuracy'], '.3f')} after one short epoch, version {rr['version']}."
         ),
         '',

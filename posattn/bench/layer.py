@@ -92,7 +92,7 @@ def limit_memory(gb: float):
 def measured_layer(
     structure_size, span_size, d: int, heads: int, pe: str = 'siren', span: str = 'gaussian'
 ) -> PositionalSelfAttention:
-    "The measured layer: encoding `pe` and a Gaussian span whose sigma gives `span_size` (None: full span, no threshold; span='off': no Gaussian)."
+    "The layer measured: `pe` and a Gaussian span giving `span_size` (None: full span, no threshold; span='off': none)."
     block = PositionalSelfAttention(
         d,
         heads,
@@ -169,7 +169,7 @@ def failure_status(e: Exception) -> str:
 
 
 def run_layer(case: dict) -> dict:
-    "Measure one case in this process (the subprocess' body): peak memory with the allocator's defaults, then the timed passes keeping freed memory."
+    "Measure a case (the subprocess' body): peak memory at allocator defaults, then timed passes keeping freed memory."
     dev = _child_device(case)
     out = dict(status='ok', time_s=None, times=[], peak_mb=None, threads=torch.get_num_threads(), device=str(dev))
     try:
@@ -199,14 +199,14 @@ LAYER_BODY = 'posattn.bench.layer:run_layer'  # what `measure`'s child runs
 
 
 def _child():
-    "Entry point of the subprocess: the body 'module:function' as its argument, a case as JSON on stdin, the body's result as JSON on the last line of stdout."
+    "The subprocess' entry: body 'module:function' (argument), case (JSON on stdin), result (JSON, stdout's last line)."
     module, _, name = sys.argv[1].partition(':')
     body = getattr(importlib.import_module(module), name)
     print(json.dumps(body(json.loads(sys.stdin.read()))), flush=True)
 
 # %% ../../nbs/47_bench.layer.ipynb #b31ea9fc
 def _check_case(version, structure_size, span_size, batch, d, heads, repeats, pe='siren', span='gaussian') -> tuple:
-    "(structure_size as a list, batch, d, heads, repeats as ints); a ValueError names any argument of `measure` refused."
+    "(structure_size as a list, batch, d, heads, repeats as ints); a ValueError names any `measure` argument refused."
     check_choice('version', version, (*VERSIONS, 'sdpa'))
     check_choice('pe', pe, RELATIVE_ENCODINGS)
     if version in ('v2', 'v3') and pe not in PAPER_ENCODINGS:
@@ -312,7 +312,7 @@ def optional(
     module: str,  # what to import, e.g. 'tqdm.auto'
     use: str,  # what needs it, for the message
 ):
-    "Import `module` of the experiments extra where a benchmark draws or shows progress; an ImportError names the extra."
+    "Import `module` (the experiments extra) where a benchmark draws or shows progress; an ImportError names the extra."
     try:
         return importlib.import_module(module)
     except ImportError as e:
@@ -381,7 +381,7 @@ def _registered(kind: str) -> tuple[Callable[..., dict], Callable[[dict, dict], 
 
 
 def _same_case(result: dict, case: dict) -> bool:
-    "Whether `result` measured `case`: the same kind, measured as a run allocates, and the same case by its kind's check."
+    "Whether `result` measured `case`: the same kind, measured as a run allocates, the same case by its kind's check."
     kind = case.get('kind', 'layer')
     same = _registered(kind)[1]
     if result.get('kind', 'layer') != kind:
@@ -431,7 +431,7 @@ def run_cases(
 
 # %% ../../nbs/47_bench.layer.ipynb #6b0d8219
 def _median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float]:
-    "A `level` interval for the median of `xs` from their order statistics (the sign test's), or the extremes if too few."
+    "A `level` interval for the median of `xs` from order statistics (the sign test's), or the extremes if too few."
     xs, n = sorted(xs), len(xs)
     below = lambda k: sum(math.comb(n, i) for i in range(k)) / 2**n  # P(fewer than k of n below the median)
     k = max([k for k in range(1, n // 2 + 1) if below(k) <= (1 - level) / 2], default=1)
@@ -487,7 +487,7 @@ def measure_pair(
     threads: int | None = None,
     timeout_s: float = 1800,
 ) -> dict:
-    "A window's forward + backward against the same layer's over the full span, timed in alternation in one fresh subprocess."
+    "A window's forward + backward against the layer's over the full span, timed alternately in one fresh subprocess."
     if version == 'sdpa':
         raise ValueError("version='sdpa' has no window: measure_pair compares a version's window with its full span")
     structure_size, batch, d, heads, _ = _check_case(

@@ -74,7 +74,7 @@ def profile_train_step(
     steps: int = 1,  # profiled steps (after one warm-up step); times are per step
     seed: int = 0,
 ) -> dict:
-    "Self CPU time of one training step by operator and by posattn function (forward, backward, optimizer), in ms; keeps freed memory, as a run does."
+    "Self CPU ms of one step by operator and posattn function (forward, backward, optimizer), keeping freed memory."
     case = dict(
         treatment=treatment,
         side=side,

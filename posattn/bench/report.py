@@ -58,7 +58,7 @@ def _floor_cases(cases: Sequence[dict]) -> dict[tuple[str, str, int], list[dict]
 def summary_rows(
     cases: Sequence[dict],  # results of `measure`, as `run_cases` writes them
 ) -> dict[tuple[str, int, str], dict[str, dict]]:
-    "{(structure, batch, window): {version: time_s, peak_mb, status}}; a floor's mean sits at every window of its structure and batch."
+    "{(structure, batch, window): {version: time_s, peak_mb, status}}; a floor's mean at each window of its case."
     rows = {}
     for c in cases:
         if c['version'] in FLOORS:
@@ -77,7 +77,7 @@ def summary_rows(
 
 # %% ../../nbs/47c_bench.report.ipynb #ce7cafb3
 def num_cell(x, spec: str) -> str:
-    "A table's number: `x` formatted by `spec`, or '' where nothing was measured (None); the reports and the device check write their numbers here."
+    "A table's number: `x` by `spec`, '' if not measured (None); the reports and the device check write numbers here."
     return '' if x is None else format(x, spec)
 
 
@@ -92,7 +92,7 @@ def _trial_ratios(a: dict | None, b: dict | None, field: str) -> list[float]:
 
 
 def _over(a: dict | None, b: dict | None, field: str):
-    "a's `field` over b's, None unless both ran; of results with trials (`train_rows`), the median of the ratios within them."
+    "a's `field` over b's, None unless both ran; with trials (`train_rows`), the median of the ratios within them."
     rs = _trial_ratios(a, b, field)
     return statistics.median(rs) if rs else _ratio(_ok(a, field), _ok(b, field))
 
@@ -126,7 +126,7 @@ def summary_table(
 def encodings_table(
     cases: Sequence[dict],  # results of `measure` with several `pe` (and 'sdpa' floors)
 ) -> str:
-    "A Markdown table: per encoding, structure, batch and window the time and peak memory, and the time over SIREN's and over sdpa's."
+    "A Markdown table: per encoding, structure, batch and window, time, peak memory, and time over SIREN's and sdpa's."
     key = lambda c: (
         c.get('pe', 'siren'),
         _label(c['structure_size']),
@@ -156,18 +156,21 @@ _FIELDS = dict(time_s='time', peak_mb='peak memory')
 
 
 def target_met(value: float, limit: float, strict: bool = False) -> bool:
-    "Whether a measured value meets its target: at most `limit`, or below it when `strict`; the reports' and the device check's targets are judged here."
+    "Whether a value meets its target: at most `limit`, below it if `strict`; every report's target is judged here."
     return value < limit if strict else value <= limit
 
 
 def _against(r: float, limit: float, strict: bool = False, note: str = '') -> str:
     "A measured ratio against its target (`note` before the limit), and met or NOT met."
-    return f"{r:.2f} ({note}target {'below' if strict else 'at most'} {limit:.2f}): {'met' if target_met(r, limit, strict) else 'NOT met'}"
+    return (
+        f"{r:.2f} ({note}target {'below' if strict else 'at most'} {limit:.2f}): "
+        f"{'met' if target_met(r, limit, strict) else 'NOT met'}"
+    )
 
 
 def target_line(
     rows: dict,  # `summary_rows`
-    target: dict,  # ratio=(a, b), field ('time_s' or 'peak_mb'), limit, structure, batch; window (None: every window); strict
+    target: dict,  # ratio=(a, b), field ('time_s' or 'peak_mb'), limit, structure, batch; window (None: all); strict
 ) -> str:
     "One target as a line: the measured ratio of a over b, the limit, and met or NOT met."
     (a, b), field = target['ratio'], target['field']
@@ -274,7 +277,7 @@ def plot_cases(
     versions: Sequence[str],  # the versions to draw, floors included
     title: str,
 ) -> 'matplotlib.figure.Figure':
-    "Per structure: time and peak memory against the window side, one line per version and batch; floors as dotted grey lines."
+    "Per structure: time and peak memory by window side, a line per version and batch; floors as dotted grey lines."
     plt = optional('matplotlib.pyplot', 'plot_cases')
     structures = list(dict.fromkeys(_label(c['structure_size']) for c in cases))
     batches = sorted({c['batch'] for c in cases})
@@ -347,7 +350,7 @@ def _merged(trials: dict[int, dict]) -> dict:
 def train_rows(
     cases: Sequence[dict],  # results of `measure_train`
 ) -> dict[tuple[str, int], dict[str, dict]]:
-    "{(input 'HxW', threads): {name: result}} in the order the cases come; a name's trials merged (`_merged`), the last result of a trial wins."
+    "{(input 'HxW', threads): {name: result}} in case order; each name's trials merged (`_merged`), last result wins."
     rows = {}
     for c in cases:
         if c.get('kind') == 'train':
@@ -424,7 +427,7 @@ def train_target_lines(
     limits: dict[str, float],  # the largest time / floor per input size ('16x16': 1.3)
     memory_limit: float,  # the largest peak memory / floor at every size
 ) -> str:
-    "Per input size and thread count: the largest time and memory ratio to the floor, and whether it is within the limit."
+    "Per input size and thread count: the largest time and memory ratios to the floor, and whether within the limit."
     out = []
     for (size, threads), ms in rows.items():
         if size not in limits:
@@ -489,7 +492,7 @@ def plot_train(
     cases: Sequence[dict],  # results of `measure_train`
     title: str,
 ) -> 'matplotlib.figure.Figure':
-    "Images per second per model and input size, one panel (row) per thread count; each bar labelled with its time / floor."
+    "Images per second per model and input size, a panel (row) per thread count; each bar labelled its time / floor."
     plt = optional('matplotlib.pyplot', 'plot_train')
     rows = train_rows([c for c in cases if c.get('kind') == 'train'])
     threads = sorted({t for _, t in rows})
@@ -664,7 +667,7 @@ PLAN_TARGET = 1.0  # `fast`'s time under a window / the same call's over the ful
 def plans_page(
     data: dict,  # plans.json: `'pair'` cases (`measure_pair`), a window against the full span of the same layer
 ) -> str:
-    "plans.md: `fast` under each window against the same layer over the full span, timed pair by pair, with `PLAN_TARGET`."
+    "plans.md: `fast` under each window against the same layer over the full span, timed in pairs, with `PLAN_TARGET`."
     lines, slower, ratios = [], [], []
     for c in data['cases']:
         S, w = _label(c['structure_size']), _label(c['span_size'])
@@ -691,9 +694,9 @@ def plans_page(
         'A window against the full span: `fast`, one layer, forward + backward',
         data['machine'],
         f"with torch {data['machine']['torch']}, {'/'.join(map(str, threads))} thread(s); each case in a fresh process "
-        "that builds the layer twice with the same weights, once with the window and once over the full span, and times "
-        "them in turn (`measure_pair`). Times in seconds (medians); the time ratio is the median of the per-pair ratios "
-        "with its 95% interval (the sign test's).",
+        "that builds the layer twice with the same weights, once with the window and once over the full span, and "
+        "times them in turn (`measure_pair`). Times in seconds (medians); the time ratio is the median of the per-pair "
+        "ratios with its 95% interval (the sign test's).",
     )
     out.append(
         markdown_table(['structure', 'batch', 'window', 'window s', 'full span s', 'time ratio (95%)', 'pairs'], lines)
@@ -730,7 +733,7 @@ def write_pages(
     writers: dict = PAGES,  # page name -> writer (`PAGES`)
     out: str | Path | None = None,  # where the pages go; None: `folder`
 ) -> list[str]:
-    "Write `name.md` from each `name.json` of `folder` that has a writer, but the `NOT_PAGES`; the names of the pages written."
+    "Write `name.md` from each `name.json` of `folder` with a writer, but `NOT_PAGES`; the names of the pages written."
     written = []
     for j in sorted(Path(folder).glob('*.json')):
         if f'{j.stem}.md' in NOT_PAGES or (write := _writer(j.stem, writers)) is None:

@@ -244,7 +244,7 @@ def measure_train(
 
 
 def train_same_case(result: dict, case: dict) -> bool:
-    "Whether the training `result` measured `case` (keyword arguments of `measure_train`): the same `TRAIN_IDENTITY`, defaults filled in."
+    "Whether `result` measured `case` (`measure_train`'s keywords): the same `TRAIN_IDENTITY`, defaults filled in."
     defaults = {k: p.default for k, p in inspect.signature(measure_train).parameters.items()}
     return all(result.get(k) == case.get(k, defaults[k]) for k in TRAIN_IDENTITY)
 
@@ -261,7 +261,7 @@ def train_step_times(
     heads: int = 8,
     seed: int = 0,
 ) -> list[dict]:
-    "Median time of one training step of each model, all built in this process and stepped in turn: ratios from one run on a noisy machine."
+    "Median time of a training step per model, all built here, stepped in turn: ratios from one run on a noisy machine."
     rounds, threads = check_int('rounds', rounds), check_int('threads', threads)
     cases = [
         dict(batch=20, sigmas=None, version=None) | dict(m) | dict(blocks=blocks, d=d, heads=heads, seed=seed)

@@ -81,7 +81,7 @@ def vit_model(
     classes: int = 10,
     seed: int = 0,
 ) -> nn.Module:
-    "timm's model of `shape` and the encoding's family (random weights, RandomState `seed`), its attention converted by `encoding` (same weights)."
+    "timm's `shape` model of `encoding`'s family (RandomState `seed`), attention converted by `encoding`, weights kept."
     check_choice('shape', shape, VIT_SHAPES)
     check_choice('encoding', encoding, VIT_ENCODINGS)
     import timm
@@ -100,7 +100,7 @@ def _reference(name: str) -> str:
 
 # %% ../../nbs/47d_bench.vit.ipynb #3b5033a9
 def _vit_dims(shape: str) -> dict:
-    "Tokens, grid, width, heads and depth of `shape`'s model, read from timm's name for it (small: 384, base: 768; heads of 64)."
+    "Tokens, grid, width, heads and depth of `shape`'s model from its timm name (small: 384, base: 768; heads of 64)."
     name, side = VIT_SHAPES[shape]
     width = dict(small=384, base=768)[name.split('_')[1]]
     patch = int(name.split('patch')[1].split('_')[0])
@@ -109,7 +109,7 @@ def _vit_dims(shape: str) -> dict:
 
 
 def vit_macs(shape: str, encoding: str) -> dict:
-    "Multiply-adds per image of one block's parts, the least its positional term needs, and what `fast`'s plan computes."
+    "Multiply-adds per image of a block's parts, the least its positional term needs, and what `fast`'s plan computes."
     check_choice('shape', shape, VIT_SHAPES)
     check_choice('encoding', encoding, VIT_ENCODINGS)
     m = _vit_dims(shape)
@@ -184,7 +184,7 @@ def _one_layer(model: nn.Module, x: Tensor):
 
 
 def _steps(case: dict, dev: torch.device) -> dict:
-    "Each encoding's step (training, one layer, or eager against compiled), all built here and timed in turn: {name: seconds}."
+    "Each encoding's step (training, one layer, or eager against compiled), built here, timed in turn: {name: seconds}."
     x, y = _images(case['shape'], case['batch'], dev)
     steps = {}
     for name in case['encodings']:
@@ -274,7 +274,7 @@ def measure_vit(
     mem_limit_gb: float = 20,
     timeout_s: float = 3600,
 ) -> dict:
-    "Time, memory or a profile of converted timm models against timm's own, in a fresh subprocess (one per encoding for memory)."
+    "Time, memory or a profile of converted timm models against timm's own in a subprocess (memory: one per encoding)."
     check_choice('shape', shape, VIT_SHAPES)
     check_choice('part', part, VIT_PARTS)
     encodings = list(encodings)
@@ -318,7 +318,7 @@ def measure_vit(
 
 
 def vit_same_case(result: dict, case: dict) -> bool:
-    "Whether `result` measured `case` (keyword arguments of `measure_vit`): the same `VIT_IDENTITY`, defaults filled in."
+    "Whether `result` measured `case` (`measure_vit`'s keyword arguments): the same `VIT_IDENTITY`, defaults filled in."
     defaults = {k: p.default for k, p in inspect.signature(measure_vit).parameters.items()}
     want = defaults | case | dict(encodings=list(case.get('encodings', defaults['encodings'])))
     return all(result.get(k) == want[k] for k in VIT_IDENTITY if k != 'device') and result.get('device') == str(
@@ -332,7 +332,7 @@ CASE_KINDS['vit'] = (measure_vit, vit_same_case)  # run_cases measures and resum
 def _ratios(
     result: dict, name: str, field: str = 'time_s', base: str | None = None
 ) -> tuple[float, float, float] | None:
-    "`name` over `base` (its reference if None) in one result: the median of the per-round ratios and their range (memory: one ratio)."
+    "`name` over `base` (its reference if None) in a result: median per-round ratio and its range (memory: one ratio)."
     e, base = result.get('measured', {}), base or _reference(name)
     if name not in e or base not in e:
         return None
@@ -345,7 +345,7 @@ def _ratios(
 
 
 def _target(shape: str, name: str, field: str = 'time_s') -> float | None:
-    "The most `name`'s `field` over its reference's may be on `shape`: VIT_TARGETS (time) or VIT_MEMORY_TARGET (peak memory); ViT-B/16 and 384 pixels: plus VIT_SLACK."
+    "The most `name`'s `field` ratio may be on `shape`: VIT_TARGETS or VIT_MEMORY_TARGET, + VIT_SLACK but at S/16@224."
     t = VIT_TARGETS.get(name) if field == 'time_s' else (VIT_MEMORY_TARGET if VIT_ENCODINGS[name].reference else None)
     return None if t is None else t + (VIT_SLACK if shape != 'S/16@224' else 0.0)
 
@@ -370,7 +370,7 @@ def vit_ratio_table(
     part: str,
     field: str = 'time_s',
 ) -> list[str]:
-    "A Markdown table of every encoding measured: its `field` over its reference's, per case of `part` (marked against the targets for steps and memory)."
+    "A Markdown table of each encoding's `field` over its reference's per `part` case; steps, memory against targets."
     rows = _rows(cases, part)
     names = [n for n in VIT_ENCODINGS if n != 'timm' and any(n in c['measured'] for c in rows)]
     unit = 'timm s' if field == 'time_s' else 'timm MB'
@@ -386,7 +386,8 @@ def vit_ratio_table(
             for n in names
         ]
         lines.append(
-            f"| {c['shape']} | {c['batch']} | {c['threads']} | {'' if base is None else format(base, '.3f' if field == 'time_s' else '.0f')} | "
+            f"| {c['shape']} | {c['batch']} | {c['threads']} | "
+            f"{'' if base is None else format(base, '.3f' if field == 'time_s' else '.0f')} | "
             + ' | '.join(cells)
             + ' |'
         )
@@ -407,7 +408,8 @@ def _misses(cases) -> list[str]:
                 if r is not None and t is not None and r[0] > t:
                     what = 'training step' if part == 'step' else 'peak memory'
                     out.append(
-                        f"- {c['shape']}, batch {c['batch']}, {c['threads']} thread(s), `{n}`: {what} {r[0]:.2f}x {_whose(n)} "
+                        f"- {c['shape']}, batch {c['batch']}, {c['threads']} thread(s), "
+                        f"`{n}`: {what} {r[0]:.2f}x {_whose(n)} "
                         f"against a target of {t:.2f}x, {r[0] / t - 1:+.0%}"
                     )
     return out
@@ -425,15 +427,16 @@ def _compile_lines(cases) -> list[str]:
                 continue
             r = _ratios(c, f'{n} compiled', base=n)
             lines.append(
-                f"| {c['shape']} | {c['batch']} | {c['threads']} | {n} | {e['time_s']:.3f} | {k['time_s']:.3f} | {_cell(r, None)} |"
+                f"| {c['shape']} | {c['batch']} | {c['threads']} | {n} | "
+                f"{e['time_s']:.3f} | {k['time_s']:.3f} | {_cell(r, None)} |"
             )
     return lines
 
 
 def _macs_lines(shapes: Sequence[str]) -> list[str]:
     lines = [
-        '| model | grid | per block and image: projections | content | MLP | positional, needed | positional, planned (tile) '
-        '| attention layer: bound | planned | block: bound | planned |',
+        '| model | grid | per block and image: projections | content | MLP | positional, needed '
+        '| positional, planned (tile) | attention layer: bound | planned | block: bound | planned |',
         '|---' * 11 + '|',
     ]
     for s in shapes:
@@ -442,15 +445,17 @@ def _macs_lines(shapes: Sequence[str]) -> list[str]:
         lines.append(
             f"| {s} | {g} | {m['projections'] / 1e6:.0f} M | {m['content'] / 1e6:.0f} M | {m['mlp'] / 1e6:.0f} M | "
             f"{m['positional'] / 1e6:.0f} M | {m['planned'] / 1e6:.0f} M ({'x'.join(map(str, m['tile']))}) | "
-            f"{m['layer_bound']:.2f}x | {m['layer_planned']:.2f}x | {m['model_bound']:.2f}x | {m['model_planned']:.2f}x |"
+            f"{m['layer_bound']:.2f}x | {m['layer_planned']:.2f}x | "
+            f"{m['model_bound']:.2f}x | {m['model_planned']:.2f}x |"
         )
     return lines
 
 
 def _turn_lines(shapes: Sequence[str]) -> list[str]:
-    "The rotations' own work: turning the queries and keys (per image) and LieRE's exponentials (per layer, shared by the batch)."
+    "The rotations' work: turning queries and keys (per image), LieRE's exponentials (per layer, shared by the batch)."
     lines = [
-        '| model | block per image | RoPE, RoPE-Mixed: turning q and k | LieRE, ComRoPE: turning q and k | LieRE: 8 x 8 exponentials per layer |',
+        '| model | block per image | RoPE, RoPE-Mixed: turning q and k | LieRE, ComRoPE: turning q and k '
+        '| LieRE: 8 x 8 exponentials per layer |',
         '|---|---|---|---|---|',
     ]
     for s in shapes:
@@ -468,7 +473,8 @@ def _profile_lines(cases) -> list[str]:
         for n, p in c['measured'].items():
             out += [
                 '',
-                f"**{c['shape']}, `{n}`, batch {c['batch']}, {c['threads']} thread(s)**: {p['total_s']:.2f} s of operator time in one step",
+                f"**{c['shape']}, `{n}`, batch {c['batch']}, {c['threads']} thread(s)**: "
+                f"{p['total_s']:.2f} s of operator time in one step",
                 '',
                 '| operator | self s | share | calls |',
                 '|---|---|---|---|',
@@ -483,11 +489,12 @@ def _profiled(cases, c: dict, name: str, top: int = 4) -> str:
     if not p:
         return ''
     ops = ', '.join(f"`{o['op']}` {o['share']:.0%}" for o in p[0]['top'][:top])
-    return f"; its profile's largest operators (batch {[q for q in _rows(cases, 'profile') if name in q['measured']][0]['batch']}): {ops}"
+    batch = [q for q in _rows(cases, 'profile') if name in q['measured']][0]['batch']
+    return f"; its profile's largest operators (batch {batch}): {ops}"
 
 
 def _why(c: dict, name: str, cases: Sequence[dict] = ()) -> str:
-    "What limits `name`'s training step in case `c`, from the plan, the options and its profile: the layer alone, the arithmetic, kept or recomputed weights."
+    "What limits `name`'s step in `c` (plan, options, profile): the layer, the arithmetic, kept or recomputed weights."
     if name in ('none', 'rope'):
         return "the same fused kernel as timm's; the spread of the rounds (in brackets) is the machine's"
     if name == 'rope_mixed':
@@ -498,14 +505,15 @@ def _why(c: dict, name: str, cases: Sequence[dict] = ()) -> str:
     if name in ('liere', 'comrope'):
         made = (
             (
-                f"{vit_macs(c['shape'], 'liere')['exponentials']:,} matrix exponentials of 8 x 8 per layer (one per token, head "
-                "and block), forward and backward, shared by the batch"
+                f"{vit_macs(c['shape'], 'liere')['exponentials']:,} matrix exponentials of 8 x 8 per layer "
+                "(one per token, head and block), forward and backward, shared by the batch"
             )
             if name == 'liere'
             else "one exponential per dimension, head and block and its powers, per layer"
         )
         return (
-            f"timm's fused kernel on queries and keys turned by blocks of 8 features ({vit_macs(c['shape'], name)['turn'] / vit_macs(c['shape'], name)['block']:.1%} "
+            "timm's fused kernel on queries and keys turned by blocks of 8 features "
+            f"({vit_macs(c['shape'], name)['turn'] / vit_macs(c['shape'], name)['block']:.1%} "
             f"of a block's multiply-adds); the rest is the rotations: {made}, and turning the tokens as small batched "
             f"products" + _profiled(cases, c, name)
         )
@@ -527,11 +535,15 @@ def _why(c: dict, name: str, cases: Sequence[dict] = ()) -> str:
         if name == 'rel_bias'
         else (
             f"; the positional products are {m['planned'] / m['content'] * 2:.1f}x the content scores' "
-            f"({'x'.join(map(str, m['tile']))} tiles; the arithmetic allows the layer {m['layer_planned']:.2f}x as planned, "
+            f"({'x'.join(map(str, m['tile']))} tiles; the arithmetic allows the layer "
+            f"{m['layer_planned']:.2f}x as planned, "
             f"{m['layer_bound']:.2f}x at best)"
         )
     )
-    return f"{kept}{pos}; the chunks' products are batched over {plan.tiles[0] * plan.tiles[1]} tiles, not fused as timm's kernel is"
+    return (
+        f"{kept}{pos}; the chunks' products are batched over {plan.tiles[0] * plan.tiles[1]} tiles, "
+        "not fused as timm's kernel is"
+    )
 
 
 def _reading(cases) -> list[str]:
@@ -542,7 +554,8 @@ def _reading(cases) -> list[str]:
             r, t = _ratios(c, n), _target(c['shape'], n)
             if r is not None and t is not None and r[0] > t:
                 out.append(
-                    f"- {c['shape']}, batch {c['batch']}, {c['threads']} thread(s), `{n}` ({r[0]:.2f}x): {_why(c, n, cases)}."
+                    f"- {c['shape']}, batch {c['batch']}, {c['threads']} thread(s), "
+                    f"`{n}` ({r[0]:.2f}x): {_why(c, n, cases)}."
                 )
     if any(
         _ratios(c, n, 'peak_mb')
@@ -579,19 +592,20 @@ def _runs(m: dict, cases: Sequence[dict]) -> list[str]:
 def vit_page(
     data: dict,  # vit.json, as `run_cases` writes it
 ) -> str:
-    "The page of the ViT benchmark: steps, memory, one layer, compile against timm's own; multiply-adds; profiles; missed targets."
+    "The ViT benchmark's page: steps, memory, a layer, compile vs timm's own; multiply-adds; profiles; missed targets."
     m, cases = data['machine'], data['cases']
     shapes = [s for s in VIT_SHAPES if any(c['shape'] == s for c in cases)]
     head = [
         f"# Converted timm ViTs against timm's own",
         '',
-        f"Measured {m['date']} with torch {m['torch']} on {m['cpu_count']} CPUs ({m['cpu']}); load {m['load_1min']:.2f} at the start"
-        f"{', resuming an earlier run' if m.get('resumed_from') else ''}. Every model of a row was built in one process "
-        "and stepped in turn (`measure_vit`), so each ratio is the median over rounds of side-by-side ratios (their range "
-        "in brackets); memory is the growth of the resident set over a model's first training step (Adam's state included), "
-        "each model in a fresh process. ✓: within its target, the largest ratio to timm's allowed; ✗: missed (the target in brackets). "
-        "A column is a ratio over timm's plain model unless it names another: `rope_mixed` over timm's own RoPE-Mixed ViT "
-        "(`timm_rope_mixed`, itself over timm's plain ViT beside it).",
+        f"Measured {m['date']} with torch {m['torch']} on {m['cpu_count']} CPUs ({m['cpu']}); "
+        f"load {m['load_1min']:.2f} at the start{', resuming an earlier run' if m.get('resumed_from') else ''}. "
+        "Every model of a row was built in one process and stepped in turn (`measure_vit`), so each ratio is the "
+        "median over rounds of side-by-side ratios (their range in brackets); memory is the growth of the resident set "
+        "over a model's first training step (Adam's state included), each model in a fresh process. ✓: within its "
+        "target, the largest ratio to timm's allowed; ✗: missed (the target in brackets). A column is a ratio over "
+        "timm's plain model unless it names another: `rope_mixed` over timm's own RoPE-Mixed ViT (`timm_rope_mixed`, "
+        "itself over timm's plain ViT beside it).",
         '',
     ] + _runs(m, cases)
     body = (
@@ -608,18 +622,19 @@ def vit_page(
             '## What the arithmetic allows',
             '',
             "Multiply-adds per image (forward; the backward pass is about twice each). The positional term needs one "
-            "product of d_H features per (query, key) pair of the grid and head; `fast`'s plan scores each tile of queries "
-            "against its grid of offsets (`planned`). Bounds are the ratios these counts allow for the attention layer and "
-            "for a whole block (attention and MLP); `none`, `rope` and `rel_bias` add nothing of this order.",
+            "product of d_H features per (query, key) pair of the grid and head; `fast`'s plan scores each tile of "
+            "queries against its grid of offsets (`planned`). Bounds are the ratios these counts allow for the "
+            "attention layer and for a whole block (attention and MLP); `none`, `rope` and `rel_bias` add nothing of "
+            "this order.",
             '',
         ]
         + _macs_lines(shapes)
         + [
             '',
-            "The rotations add no multiply-adds to the scores: the block turns each grid token's query and key and runs "
-            "timm's fused kernel. What they add, per image of a block, and LieRE's exponentials, per layer and shared by the "
-            "batch (each a few products of 8 x 8 x 8 forward, as many as its norm asks, and more backward; ComRoPE makes "
-            "one per dimension, head and block, and its powers):",
+            "The rotations add no multiply-adds to the scores: the block turns each grid token's query and key and "
+            "runs timm's fused kernel. What they add, per image of a block, and LieRE's exponentials, per layer and "
+            "shared by the batch (each a few products of 8 x 8 x 8 forward, as many as its norm asks, and more "
+            "backward; ComRoPE makes one per dimension, head and block, and its powers):",
             '',
         ]
         + _turn_lines(shapes)
@@ -656,7 +671,7 @@ def vit_finding(
     data: dict,  # vit.json
     link: str = '../results/bench/vit.md',  # the page, as the README's notebook (in nbs/) reaches it
 ) -> str:
-    "The README's line on ViT-S/16 at 224: each encoding's training step over its reference's, as a range over the cases measured."
+    "The README's line on ViT-S/16 at 224: each encoding's training step over its reference's, a range over the cases."
     steps = [c for c in _rows(data['cases'], 'step') if c['shape'] == 'S/16@224']
     if not steps:
         return f"- A converted timm ViT against timm's own: not measured yet ([the benchmark]({link}))."
@@ -666,8 +681,9 @@ def vit_finding(
     worst = max(x for xs in got.values() for x in xs)
     batches, threads = sorted({c['batch'] for c in steps}), sorted({c['threads'] for c in steps})
     return (
-        f"- **A converted timm ViT trains within {worst:.2f}x of timm's own step.** On ViT-S/16 at 224 pixels (a 14 x 14 "
-        f"patch grid and a class token, heads of 64 features), batches of {' and '.join(map(str, batches))} on "
+        f"- **A converted timm ViT trains within {worst:.2f}x of timm's own step.** On ViT-S/16 at 224 pixels "
+        f"(a 14 x 14 patch grid and a class token, heads of 64 features), "
+        f"batches of {' and '.join(map(str, batches))} on "
         f"{' and '.join(map(str, threads))} CPU thread(s), a training step over timm's: {', '.join(parts)}. `fast` "
         f"scores SIREN's offsets in 7 x 7 tiles and the class token's pairs without a dense table; ViT-B/16, 384 "
         f"pixels, memory and profiles on [the benchmark's page]({link})."

@@ -111,7 +111,7 @@ def _resize(
 
 # %% ../../nbs/41_experiment.data.ipynb #8b264e92
 def _cache_key(dataset: str, root: Path, resolution: int | None) -> str:
-    "The cache file's name: the source (for an ImageFolder copy, each file's name, size and modification time) and the resolution."
+    "The cache file's name: the source (of an ImageFolder copy, each file's name, size and mtime) and the resolution."
     h = hashlib.sha1(str(root.resolve()).encode())
     if dataset == 'imagefolder':
         for f in sorted(root.glob('*/*')):
@@ -199,11 +199,10 @@ def _check_resolution(dataset: str, resolution) -> int | tuple[int, ...] | None:
 
 def load_data(
     dataset: str = 'digits',  # one of DATASETS
-    layout: str = '2d',  # '2d': S = [H, W] (a volume's frames side by side: [H, T * W]); '1d': S = [H * W]; '3d': [T, H, W]
+    layout: str = '2d',  # '2d': S = [H, W] (a volume's frames side by side: [H, T * W]); '1d': [H * W]; '3d': [T, H, W]
     seed: int = 9188,  # the RandomState of the split
     data_root: str | Path | None = None,  # ImageFolder or torchvision directory; relative to the project root
-    resolution: int
-    | None = None,  # downsample to resolution x resolution (the probe: drawn so, or (rows, columns)); None keeps the size
+    resolution: int | None = None,  # side to downsample to (probe: drawn so, or (rows, columns)); None keeps the size
     train_size: int | None = None,  # first images of the training part; None: all
     val_size: int | None = None,  # first images of the validation part; None: all
     cache_dir: str | Path | None = None,
@@ -226,7 +225,7 @@ def _lay_out(
     layout: str,
     dataset: str,
 ) -> Tensor:  # [n, *S, C]
-    "The grid kept ('3d' of a volume, '2d' of an image), its frames side by side (a volume in '2d'), or flattened ('1d')."
+    "The grid kept ('3d' of a volume, '2d' of an image), frames side by side (a volume in '2d'), or flattened ('1d')."
     grid, dims = x.shape[1:-1], int(layout[0])
     if dims > len(grid):
         raise ValueError(f"layout={layout!r} has more dimensions than dataset={dataset!r} ({len(grid)}-D)")

@@ -92,7 +92,7 @@ def _check_request(cfg: dict, size: tuple[int, int], coordinates: str | None):
 
 # %% ../../nbs/43a_experiment.evaluate.ipynb #a63c92f3
 def _data(cfg: dict, size: tuple[int, int]):
-    "The run's validation images and labels at `size`: resampled (CIFAR-10, the digits) or drawn at that size (the probe)."
+    "The run's validation images and labels at `size`: resampled (CIFAR-10, the digits) or drawn so (the probe)."
     keep = dict(data_root=cfg['data_root'], train_size=cfg['train_size'], val_size=cfg['val_size'])
     if cfg['dataset'] == 'probe':
         data = load_data('probe', cfg['layout'], cfg['seed'], resolution=size, **keep)
@@ -104,7 +104,7 @@ def _data(cfg: dict, size: tuple[int, int]):
 def _model(
     cfg: dict, ckpt: dict, channels: int, classes: int, trained, *, coordinates: str | None, device
 ) -> torch.nn.Module:
-    "The run's model with its final weights, built as it trained (`trained`: its size, the fixed scale's reference), run at any size."
+    "The run's final model, built as it trained (`trained`: its size, the fixed scale's reference), to run at any size."
     extra = dict(dynamic_img_size=True) if cfg.get('model') == 'vit' else {}
     if coordinates is not None:
         extra['coordinates'] = coordinates
@@ -145,7 +145,7 @@ def evaluate_run(
     coordinates: str | None = None,  # one of COORDINATES; None: the run's own ('structure')
     device: str = 'auto',
 ) -> dict:
-    "The run's final model evaluated on its validation images at `size`: accuracy, loss and what was asked; stored beside the result."
+    "The run's final model on its validation images at `size`: accuracy, loss, what was asked; kept beside the result."
     path = Path(result)
     res = read_result(path)
     if res is None:
@@ -186,7 +186,7 @@ def evaluate_run(
 
 # %% ../../nbs/43a_experiment.evaluate.ipynb #36471fd4
 def main(argv: Sequence[str] | None = None) -> int:
-    "The command line, `python -m posattn.experiment.evaluate RESULT [RESULT ...] [--size 48 32x48] [--coordinates fixed]`: one line per answer; exit status 2 for bad input."
+    "The command line `python -m posattn.experiment.evaluate RESULT ...`: a line per answer; exit status 2: bad input."
     import argparse
 
     p = argparse.ArgumentParser(prog='python -m posattn.experiment.evaluate', description=evaluate_run.__doc__)
@@ -204,7 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     e = evaluate_run(r, size, c, a.device)
                     print(
                         f"{e['treatment']} seed {e['seed']} size {'x'.join(map(str, e['size']))} "
-                        f"coordinates {e['coordinates'] or 'own'}: accuracy {e['val_acc']:.4f}, loss {e['val_loss']:.4f}"
+                        f"coordinates {e['coordinates'] or 'own'}: "
+                        f"accuracy {e['val_acc']:.4f}, loss {e['val_loss']:.4f}"
                     )
     except (ValueError, RunRefused) as e:
         print(f'error: {e}', file=sys.stderr)

@@ -56,7 +56,7 @@ def identity(cfg: dict) -> dict:
 
 
 def record_config(record: dict) -> dict:
-    "The configuration a stored result or checkpoint was made with; the device type from the device it records if absent."
+    "The configuration a stored result or checkpoint was made with; a missing device type from the device it records."
     cfg = dict(record.get('config') or {})
     if 'device_type' not in cfg and isinstance(record.get('device'), str):
         cfg['device_type'] = torch.device(record['device']).type
@@ -82,7 +82,7 @@ def mismatch_message(
     what: str = 'stored result',  # what kind of thing was found
     note: str = '',  # a sentence about this kind of thing, placed before the ways forward
 ) -> str:
-    "The refusal of stored results or checkpoints made otherwise: each differing setting, stored -> requested, and how to go on."
+    "Refusing stored results or checkpoints made otherwise: each differing setting (stored -> requested), how to go on."
     texts = {
         label: '; '.join(f"{k} {old!r} -> {new!r}" for k, (old, new) in diff.items())  # label -> its differences
         for label, diff in found.items()

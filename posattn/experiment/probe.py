@@ -25,7 +25,7 @@ _DIRECTIONS = {
 def _marks(
     n: int, side: int | tuple[int, ...], rng: np.random.Generator, dims: int = 2
 ) -> tuple[np.ndarray, np.ndarray]:
-    "Labels [n] and the two marks' positions [n, 2, dims] of `n` probe images (dims=2) or volumes (dims=3), on a grid of `side`."
+    "Labels [n] and both marks' positions [n, 2, dims] of `n` probe images (dims=2) or volumes (dims=3) of side `side`."
     sides = np.broadcast_to(np.array(side), (dims,))  # one size per axis (a square grid draws as before)
     labels = rng.integers(0, len(PROBE_CLASSES), n)
     pos = np.zeros((n, 2, dims), dtype=np.int64)

@@ -55,7 +55,7 @@ def _write_synthetic_results(
     layers: int = 6,
     seed: int = 0,
 ) -> Path:
-    "A results folder of SYNTHETIC finished runs (random accuracies, invented spans), for tests; returns its profile folder."
+    "A results folder of SYNTHETIC finished runs (random accuracies, invented spans) for tests; its profile folder."
     rng = np.random.default_rng(seed)
     for t, mean in SYNTHETIC_MEANS.items():
         S = [side * side] if TREATMENTS[t]['dims'] == 1 else [side, side]
@@ -197,7 +197,7 @@ def image_shape(run: dict) -> tuple[int, int]:
 
 
 def first_runs(runs: Sequence[dict], treatments: Sequence[str]) -> list[dict]:
-    "Per treatment, its first run in RandomState order that recorded learned spans (treatments without one are left out)."
+    "Per treatment, its first run in RandomState order that recorded learned spans (treatments without one left out)."
     first = {}
     for r in in_seed_order(runs):
         if any(x.get('sigma') for x in r.get('spans', [])):
@@ -217,7 +217,7 @@ def _outline(ax: plt.Axes, inside: torch.Tensor):
 
 
 def figure7(runs: Sequence[dict], tag: str) -> plt.Figure | None:
-    "Figure 7: per span treatment (first run) and layer, G of the centre query on the image with its window; None without spans."
+    "Figure 7: per span treatment (first run) and layer, the centre query's G on the image, its window; None: no spans."
     picked = first_runs(runs, SPAN_TREATMENTS)
     if not picked:
         return None
@@ -266,7 +266,7 @@ def learned_sizes(runs: Sequence[dict], treatment: str) -> tuple[list[int], list
 def learned_windows(
     runs: Sequence[dict], treatments: Sequence[str] = ('span_1d_threshold', 'span_2d_threshold')
 ) -> list[dict]:
-    "Per treatment and layer: its version, the SpanSizes its runs learned (how many runs each) and the mean share of pairs kept."
+    "Per treatment and layer: its version, the SpanSizes its runs learned (with counts), the mean share of pairs kept."
     rows = []
     for t in treatments:
         S, layers = learned_sizes(runs, t)

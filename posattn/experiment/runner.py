@@ -121,7 +121,7 @@ def _check_values(cfg: dict):
 
 # %% ../../nbs/43_experiment.runner.ipynb #dc4f0293
 def _auto_version(cfg: dict) -> str:
-    "The version 'auto' runs for a run of `cfg`: the block's choice on its device type for the treatment's encoding and span."
+    "The version 'auto' runs for `cfg`: the block's choice on its device type for the treatment's encoding and span."
     if treatment_attention(cfg['treatment']) != 'positional':
         return 'fast'  # no block to run it: recorded as before
     pe = (
@@ -240,14 +240,15 @@ def estimate_seconds(
 def _too_slow_message(cfg: dict, seconds: float, device) -> str:
     return (
         f"profile='paper' on {device} would take about {seconds / 86400:.1f} days ({seconds / 3600:.0f} hours, "
-        f"on one core, extrapolated from timed small steps on this machine). Run it on a GPU (device='auto' picks CUDA), or use the "
+        f"on one core, extrapolated from timed small steps on this machine). "
+        f"Run it on a GPU (device='auto' picks CUDA), or use the "
         f"reduced scale: `-p profile cpu` (about 2-3 minutes per run on one core), or `-p allow_slow True` "
         f"to run it here anyway."
     )
 
 # %% ../../nbs/43_experiment.runner.ipynb #46df528e
 def _commit() -> str | None:
-    "The git commit of the posattn source that runs ('+changes' when its files differ from it); None outside a git checkout."
+    "The git commit of the running posattn source ('+changes' if its files differ); None outside a git checkout."
     src = Path(posattn.__file__).parent
     git = lambda *a: subprocess.run(['git', '-C', str(src), *a], capture_output=True, text=True, timeout=30)
     try:
@@ -324,11 +325,14 @@ def _other_code(stored: dict) -> str:
     made, now, commit = stored.get('code'), code_version(), (stored.get('versions') or {}).get('commit')
     if made == now:
         return ''
-    return f", made by other code (source {made or 'not recorded'}{f' at commit {commit[:10]}' if commit else ''}; now {now})"
+    return (
+        f", made by other code (source {made or 'not recorded'}"
+        f"{f' at commit {commit[:10]}' if commit else ''}; now {now})"
+    )
 
 
 def _stored_result(cfg: dict, path: Path, force: bool, fix: bool = False) -> dict | None:
-    "The stored result if it answers the request `cfg`; None if there is none (or `force`); RunRefused if made otherwise."
+    "The stored result if it answers the request `cfg`; None if none (or `force`); RunRefused if made otherwise."
     try:
         stored = read_result(path)
     except BadResult as e:
@@ -357,7 +361,7 @@ def _checkpoint_for(cfg: dict, paths: dict, force: bool) -> Path:
 
 
 def _check_scale(cfg: dict, device: torch.device, allow_slow: bool):
-    "Refuse the paper's scale on a CPU, with the estimate of its time, unless `allow_slow`; bfloat16 on a GPU without it."
+    "Refuse the paper's scale on a CPU, with its estimated time, unless `allow_slow`; bfloat16 on a GPU without it."
     if cfg['amp'] == 'bf16' and device.type == 'cuda' and not torch.cuda.is_bf16_supported():
         raise RunRefused(
             f"amp='bf16' needs a GPU with bfloat16 (compute capability 8.0 or later); "

@@ -93,7 +93,8 @@ PROFILES = {
     # cpu's images and length, twice its validation images: at 1,000 the binomial noise of one accuracy (+-0.015)
     # was as large as the spread between RandomStates; run with STUDY_SEEDS (nbs/study.ipynb)
     'study': dict(_COMMON, dataset=None, resolution=8, train_size=4000, val_size=2000, epochs=4, threads=1),
-    # the study's images and length at the full 32 x 32, for a Vision Transformer's 8 x 8 grid of 4 x 4 patches; the paper's five RandomStates
+    # the study's images and length at the full 32 x 32, for a Vision Transformer's 8 x 8 grid of 4 x 4 patches;
+    # the paper's five RandomStates
     'vit': dict(_COMMON, dataset=None, resolution=None, train_size=4000, val_size=2000, epochs=4, threads=1),
     # the 3-D study (nbs/study_3d.ipynb): the probe in 4 x 4 x 4 volumes (the 2-D probe's 64 tokens and 10,000 images)
     # and 10,000 clips of moving digits at 4 x 4 x 4 (the same), at 3e-4, where every SIREN run of the 2-D probe learned
@@ -113,7 +114,7 @@ OFFLINE_CIFAR = (
 
 # %% ../../nbs/40_experiment.runs.ipynb #52d2a753
 def _figures_root(root: Path, results_dir, figures_dir) -> Path:
-    "figures_dir; else figures/ mirroring a results_dir inside results/ (else <results_dir>/figures): a figure per result file."
+    "figures_dir; else figures/ mirroring a results_dir in results/ (else <results_dir>/figures): a figure per result."
     if figures_dir is not None:
         return root / figures_dir
     if results_dir is None:
@@ -226,7 +227,7 @@ def set_aside(path: str | Path) -> Path:
 
 # %% ../../nbs/40_experiment.runs.ipynb #7dcb4676
 def check_outputs(files: Sequence[str | Path]):
-    "Refuse, naming the path, when one of `files` could not be written: a folder in its place, or a folder it cannot make or write."
+    "Refuse, naming the path, if one of `files` is unwritable: a folder in its place or one it cannot make or write."
     for f in map(Path, files):
         if f.is_dir():
             raise RunRefused(f"{f} is a folder where a file of this run should be written: move it away")
@@ -248,7 +249,7 @@ def check_outputs(files: Sequence[str | Path]):
 
 # %% ../../nbs/40_experiment.runs.ipynb #d862fc3d
 def clean_tmp(files: Sequence[str | Path]) -> list[Path]:
-    "Remove what interrupted atomic writes of `files` left behind (<name>.*.tmp); the paths removed. Hold the run's lock."
+    "Remove what interrupted atomic writes of `files` left (<name>.*.tmp); the paths removed. Hold the run's lock."
     gone = []
     for f in map(Path, files):
         for t in sorted(f.parent.glob(glob.escape(f.name) + '.*.tmp')):  # none when the folder is missing

@@ -77,7 +77,7 @@ def _inference(model: nn.Module, x: torch.Tensor):
 
 
 def run_timing(case: dict) -> dict:
-    "Time a run's learned windows against its full span in this process (the subprocess' body): `rounds` rounds of TIMING_KINDS."
+    "Time a run's learned windows against its full span (the subprocess' body): `rounds` rounds of TIMING_KINDS."
     if case.get('threads'):
         torch.set_num_threads(case['threads'])
     limit_memory(case['mem_limit_gb'])
@@ -131,7 +131,7 @@ def _store(result: Path) -> Path:
 
 
 def timing_key(result: str | Path, threads: int, batch: int, rounds: int) -> dict:
-    "What a timing of `result` depends on: its checkpoint's bytes, the code, threads, batch, rounds, version and processor."
+    "What a timing of `result` depends on: its checkpoint's bytes, code, threads, batch, rounds, version and processor."
     path = Path(result)
     res = read_result(path)
     if res is None:
@@ -165,7 +165,7 @@ def time_run(
     mem_limit_gb: float = 8,
     timeout_s: float = 1800,
 ) -> dict:
-    "A run's learned windows timed against its full span (`run_timing` in a fresh process); stored beside the result, read back when asked again."
+    "A run's windows timed against its full span (`run_timing`, fresh process), kept beside the result and reused."
     path = Path(result)
     if batch is None:
         batch = read_result(path)['config']['batch_size']

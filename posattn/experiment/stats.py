@@ -279,7 +279,7 @@ def _own_attention(treatment: str) -> str | None:
 def run_version(
     run: dict,  # a result, as `load_results` reads it
 ) -> str:
-    "The attention version that made `run` (its `config.version`, 'unknown' when it recorded none), or the treatment's own attention."
+    "The attention version that made `run` (its `config.version`; 'unknown' if none), or the treatment's own attention."
     return _own_attention(run['treatment']) or str((run.get('config') or {}).get('version') or 'unknown')
 
 
@@ -571,6 +571,6 @@ def fisher_power(
 def detectable_share(
     p_a: float, n_a: int, n_b: int, target: float = 0.8, alpha: float = 0.05, lower: bool = True
 ) -> float:
-    "The share of group B nearest to p_a (below it if `lower`) that Fisher's test tells from p_a with `target` power; NaN: none."
+    "The share of group B nearest p_a (below it if `lower`) Fisher's test tells from p_a at `target` power; NaN: none."
     grid = np.linspace(p_a, 0 if lower else 1, 101)
     return next((float(p) for p in grid if fisher_power(p_a, float(p), n_a, n_b, alpha) >= target), math.nan)

@@ -194,7 +194,7 @@ def _command(notebook: Path, run: Run, cwd: Path, params: dict) -> list[str]:
 
 
 def _run_env(threads: int | None) -> dict:
-    "What a run's task changes in its command's environment: the thread count; IN_TEST and an inherited lock holder removed."
+    "What a run's task changes in its command's environment: thread count; IN_TEST and inherited lock holder removed."
     env = {'IN_TEST': None, LOCK_HOLDER_ENV: None}
     if threads:
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
@@ -220,7 +220,7 @@ def _kernel_not_started(output: str) -> bool:
 
 
 def _task(run: Run, notebook: Path, cwd: Path, params: dict, threads: int | None, since: Path | None) -> RunTask:
-    "The run as a checkpointable task: its papermill command, done when its result is finished, under its lock; started again when its kernel never started."
+    "The run's checkpointable task: papermill under its lock; done once finished; rerun if its kernel never started."
     return RunTask(
         run.name,
         _command(notebook, run, cwd, params),
@@ -236,7 +236,7 @@ def _task(run: Run, notebook: Path, cwd: Path, params: dict, threads: int | None
 
 
 def _code_modules() -> list:
-    "The modules whose code travels by value in the tasks' pickles: the runs and locks modules (is_finished, run_lock) and this one."
+    "The modules whose code the tasks' pickles carry by value: runs and locks (is_finished, run_lock) and this one."
     names = list(
         dict.fromkeys([is_finished.__module__, run_lock.__module__] + ([__name__] if __name__ != '__main__' else []))
     )
@@ -247,7 +247,7 @@ _ERROR_LINE = re.compile(r'[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(: .*)
 
 
 def _log_error(log: Path) -> str:
-    "The last exception line in the end of a run's log, '' when there is none: what the notebook or its kernel said last."
+    "The last exception line at the end of a run's log ('' if none): what the notebook or its kernel said last."
     lines = [
         l.strip() for l in re.sub(r'\x1b\[[0-9;]*[A-Za-z]', '', log_tail(log, 50)).splitlines()
     ]  # without terminal colours
@@ -285,7 +285,7 @@ def _outcome(job, task: RunTask, run: Run, wait_s: float = 0.0) -> tuple[str, st
 # %% ../../nbs/46_experiment.sweep.ipynb #bd6bf521
 @dataclass
 class SweepReport:
-    "What a sweep did with each run: skipped (already finished), done, busy (another process), failed, interrupted, not started, submitted."
+    "What a sweep did with each run: skipped (finished), done, busy, failed, interrupted, not started, submitted."
 
     skipped: list = field(default_factory=list)
     done: list = field(default_factory=list)
@@ -338,7 +338,7 @@ class SweepInterrupted(KeyboardInterrupt):
 
 # %% ../../nbs/46_experiment.sweep.ipynb #59bb1aa5
 def _record(report: SweepReport, r: Run, status: str, why: str, bar=None):
-    "File a run that ended under its status (a report field); a failed or busy one with its reason, also said above the bar."
+    "File an ended run under its status (a report field); a failed or busy one with its reason, said above the bar too."
     if status in ('done', 'skipped'):
         getattr(report, status).append(r)
     else:
@@ -371,7 +371,7 @@ def _launch(
     progress: bool,
     since: Path | None,
 ) -> SweepReport:
-    "Submit `todo` as one array through `executor`; unless `wait`, leave the runs to the scheduler, else record each as it ends."
+    "Submit `todo` as one array via `executor`; if `wait` record each run as it ends, else leave them to the scheduler."
     tasks = [
         _task(
             r,
@@ -410,12 +410,12 @@ def _launch(
 
 # %% ../../nbs/46_experiment.sweep.ipynb #5e503128
 def submission_folder(profile: str, results_dir: str | Path | None = None) -> Path:
-    "Where a profile's sweeps submit from: <results>/<profile>/submitit (pickles, submitit's logs, the manifest, stamps)."
+    "Where a profile's sweeps submit from: <results>/<profile>/submitit (pickles, submitit's logs, manifest, stamps)."
     return run_paths(profile, 'any', 0, results_dir)['result'].parent.parent / 'submitit'
 
 
 def _executor_options(executor: str, options: dict, jobs: int | None) -> dict:
-    "The executor's options without the unset ones; locally `jobs` is the parallelism. A ValueError, in command-line terms."
+    "The executor's options but the unset ones; locally `jobs` is the parallelism. A ValueError, in command-line terms."
     try:
         check_choice('executor', executor, KINDS)
     except ValueError as e:
@@ -536,7 +536,7 @@ def sweep_status(
     profile: str | None = None,  # default: every profile with submissions
     results_dir: str | Path | None = None,  # in place of <root>/results
 ) -> dict[str, list[RunStatus]]:
-    "Every submitted run of each profile: pending, running, done (its result is finished) or failed; attempts, requeues."
+    "Every submitted run of each profile: pending, running, done (result finished) or failed; attempts, requeues."
     out = {}
     for p in [profile] if profile else list(PROFILES):
         folder = submission_folder(p, results_dir)
@@ -639,7 +639,7 @@ def _on_term(signum, frame):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    "The command line: 0 when all runs are finished (or submitted), 1 when some failed, 2 for bad input or a refusal, 130 on Ctrl-C, 143 on SIGTERM."
+    "The command line: 0 all finished (or submitted), 1 some failed, 2 bad input or a refusal, 130 Ctrl-C, 143 SIGTERM."
     a = _parser().parse_args(argv)
     if a.status:
         return _print_status(a.profile, a.results_dir)

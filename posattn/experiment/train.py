@@ -39,7 +39,7 @@ def autocast(
 
 
 def _scores(model: nn.Module, x: Tensor, amp: str, device) -> Tensor:
-    "The model's class scores for x, the forward pass under `autocast(amp)`; low-precision scores made float32 for the loss."
+    "The model's class scores for x, forward under `autocast(amp)`; low-precision scores made float32 for the loss."
     with autocast(amp, device):
         s = model(x)
     return s.float() if s.dtype in (torch.bfloat16, torch.float16) else s
@@ -168,7 +168,8 @@ class _Progress:
             return
         say(
             f"epoch {rec['epoch']}/{self.epochs}: train loss {rec['train_loss']:.4f}, val loss {rec['val_loss']:.4f}, "
-            f"val acc {rec['val_acc']:.4f} ({_duration(rec['seconds'])}; about {self._left(rec['epoch'], self.steps)} left)"
+            f"val acc {rec['val_acc']:.4f} ({_duration(rec['seconds'])}; "
+            f"about {self._left(rec['epoch'], self.steps)} left)"
         )
         self.shown = time.time()
 
