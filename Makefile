@@ -193,8 +193,8 @@ open-questions: $(STAMP)
 # the same model over the full span (stored beside it as timing-seed-<seed>.json, never measured twice; about 3 minutes
 # a run on a busy 2-core machine), tables in results/span_cost/tables/, figures in figures/span_cost/; then the README
 # pages. `make tables` rebuilds the tables and figures from the stored timings, training and timing nothing.
-SPAN_COSTS ?= 0 1 0.1 0.01
-SPAN_COST_SEEDS ?= 9188 2755 1321
+SPAN_COSTS ?= $(shell $(BIN)/python -c "from posattn.experiment.runs import SPAN_COSTS as c; print(*(f'{x:g}' for x in c))")
+SPAN_COST_SEEDS ?= $(shell $(BIN)/python -c "from posattn.experiment.runs import SPAN_COST_SEEDS as s; print(*s)")
 .PHONY: span-cost
 span-cost: $(STAMP)
 	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \

@@ -33,8 +33,8 @@ class SdpaAttention(MultiHeadSelfAttention):
         q: Tensor,
         k: Tensor,
         v: Tensor,  # [B, H, N, d_H]
-        *args,
-    ) -> Tensor:  # [B, H, N, d_H]
+        *args,  # [B, H, N, d_H]
+    ) -> Tensor:
         "softmax(q.k / sqrt(d_H)) v by `F.scaled_dot_product_attention`."
         return F.scaled_dot_product_attention(q, k, v)
 

@@ -521,7 +521,7 @@ def _why(c: dict, name: str, cases: Sequence[dict] = ()) -> str:
     plan = fast_plan(dims['grid'], relative_size(dims['grid']), dims['d'] // dims['heads'])
     rows = math.prod(t * k for t, k in zip(plan.tile, plan.tiles))
     weights = c['batch'] * dims['heads'] * rows * math.prod(dims['grid']) * 4  # float32 softmax weights of one call
-    keep = current_fast_options().keep_bytes
+    keep = current_fast_options().keep.keep_bytes.on(c.get('device', 'cpu'))  # where the case ran
     kept = (
         (
             f"its softmax weights ({weights / 2**20:.0f} MB a layer) are over `keep_bytes` ({keep / 2**20:.0f} MB) and "

@@ -30,8 +30,8 @@ def _small_digits() -> np.ndarray:
 def _layer(
     digits: np.ndarray,  # [n, 4, 4]
     where: np.ndarray,  # [n, frames, 2]: the digit's top-left (row, column) in each frame
-    side: int,
-) -> np.ndarray:  # [n, frames, side, side]
+    side: int,  # [n, frames, side, side]
+) -> np.ndarray:
     "Each digit drawn on a torus of side x side pixels at its place in every frame."
     n, frames = where.shape[:2]
     canvas = np.zeros((n, side, side), np.float32)

@@ -96,8 +96,8 @@ def _decode_folder(root: Path) -> tuple[Tensor, Tensor, list[str]]:
 # %% ../../nbs/41_experiment.data.ipynb #b1016cd8
 def _resize(
     x: Tensor,  # images [n, H, W, C]
-    resolution: int | None,
-) -> Tensor:  # [n, resolution, resolution, C], same dtype
+    resolution: int | None,  # [n, resolution, resolution, C], same dtype
+) -> Tensor:
     "Shrink square images by area averaging (each output pixel is the mean of the input block it covers)."
     if resolution is None or resolution == x.shape[1]:
         return x
@@ -205,8 +205,8 @@ def load_data(
     resolution: int | None = None,  # side to downsample to (probe: drawn so, or (rows, columns)); None keeps the size
     train_size: int | None = None,  # first images of the training part; None: all
     val_size: int | None = None,  # first images of the validation part; None: all
-    cache_dir: str | Path | None = None,
-) -> Splits:  # default: data/cache under the project root
+    cache_dir: str | Path | None = None,  # default: data/cache under the project root
+) -> Splits:
     "The 80/20 split of `dataset` by `seed`, normalised, channels last, in `layout`."
     check_choice('dataset', dataset, DATASETS)
     check_choice('layout', layout, LAYOUTS)

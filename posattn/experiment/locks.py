@@ -32,8 +32,8 @@ def lock_holder(path: str | Path) -> dict:
 @contextmanager
 def run_lock(
     path: str | Path,  # the run's lock file (run_paths(...)['lock'])
-    holder: str | int | None = None,
-):  # pid of a parent that holds the lock for this process
+    holder: str | int | None = None,  # pid of a parent that holds the lock for this process
+):
     "Hold the run's lock for the duration of the block; RunLocked, naming the holder, if another process holds it."
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

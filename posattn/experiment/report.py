@@ -126,8 +126,8 @@ def box_plot(
     values: dict[str, list[float]],  # val_acc_max per treatment
     treatments: Sequence[str],
     title: str,
-    labels: dict[str, str] | None = None,
-):  # x-axis name per treatment; default LABELS (the paper's), else its name
+    labels: dict[str, str] | None = None,  # x-axis name per treatment; default LABELS (the paper's), else its name
+):
     "Box plot of val_acc_max per treatment with every run on top; an empty group keeps its place."
     data = [values.get(t, []) for t in treatments]
     full = [i for i, x in enumerate(data) if x]

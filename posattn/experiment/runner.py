@@ -157,8 +157,8 @@ def resolve_config(
     treatment: str = 'span_2d',  # a key of TREATMENTS
     seed: int = 9188,  # the RandomState
     profile: str = 'paper',  # a key of PROFILES
-    **overrides,
-) -> dict:  # any key of the profile, e.g. epochs=2, resolution=16
+    **overrides,  # any key of the profile, e.g. epochs=2, resolution=16
+) -> dict:
     "The full, checked configuration of one run."
     check_treatment(treatment)
     check_choice('profile', profile, PROFILES)
@@ -198,8 +198,12 @@ def check_params(
 
 # %% ../../nbs/43_experiment.runner.ipynb #a595a496
 def model_for(
-    cfg: dict, channels: int, classes: int, structure_size, **overrides
-) -> torch.nn.Module:  # options beyond the run's (an evaluation's coordinates, timm's dynamic_img_size)
+    cfg: dict,
+    channels: int,
+    classes: int,
+    structure_size,
+    **overrides,  # options beyond the run's (an evaluation's coordinates, timm's dynamic_img_size)
+) -> torch.nn.Module:
     "The classifier a run of configuration `cfg` trains (its treatment, widths, span and version), freshly initialised."
     opts = dict(d=cfg['d'], heads=cfg['heads'], blocks=cfg['blocks'], ffn=cfg['ffn'], dropout=cfg['dropout'])
     if treatment_attention(cfg['treatment']) == 'positional':  # the paper's block: span and version
@@ -454,8 +458,8 @@ def run(
     allow_slow: bool = False,  # run the paper profile on a CPU anyway
     progress: bool = True,  # progress lines (epochs, losses, time left)
     stop_after: int | None = None,  # stop after this epoch (as an interruption would); no result is written
-    **overrides,
-) -> dict | None:  # any setting of the profile; the result (None when stopped early)
+    **overrides,  # any setting of the profile; the result (None when stopped early)
+) -> dict | None:
     "Run (or reuse) one treatment and RandomState; the result dictionary that is stored as JSON."
     clock = RunClock(time.time())
     cfg, _ = check_params(

@@ -31,8 +31,8 @@ AMP_MODES = ('off', 'bf16')  # mixed precision: none, or torch.autocast with bfl
 
 def autocast(
     amp: str,  # one of AMP_MODES
-    device: str | torch.device,
-):  # where the model runs
+    device: str | torch.device,  # where the model runs
+):
     "The forward pass's precision: `torch.autocast` with bfloat16 for amp='bf16', nothing for 'off'."
     check_choice('amp', amp, AMP_MODES)
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16) if amp == 'bf16' else nullcontext()
@@ -52,8 +52,8 @@ def evaluate(
     y: Tensor,  # images [n, *S, C] and labels [n]
     batch_size: int = 100,
     device: str | torch.device = 'cpu',
-    amp: str = 'off',
-) -> tuple[float, float]:  # amp: one of AMP_MODES
+    amp: str = 'off',  # amp: one of AMP_MODES
+) -> tuple[float, float]:
     "Mean cross-entropy and accuracy of `model` on (x, y), in evaluation mode."
     model.eval()
     loss = correct = 0.0
@@ -176,8 +176,8 @@ class _Progress:
 # %% ../../nbs/42_experiment.train.ipynb #2b658f23
 def check_span_cost(
     span_cost: float,  # the weight of the span's measure in the loss
-    model: nn.Module | None = None,
-):  # when given: a positive cost needs its spans to have a threshold
+    model: nn.Module | None = None,  # when given: a positive cost needs its spans to have a threshold
+):
     "Refuse a span cost that is not a finite number >= 0, or a positive one for a model with no span to measure."
     if isinstance(span_cost, bool) or not isinstance(span_cost, (int, float)) or not 0 <= span_cost < math.inf:
         raise ValueError(
@@ -212,8 +212,8 @@ def _epoch(
     device,
     amp: str = 'off',  # amp: one of AMP_MODES
     report: Callable[[int, float], None] = lambda batch, loss: None,  # told each batch and the mean loss so far
-    span_cost: float = 0.0,
-) -> float:  # weight of the span's measure in each batch's loss
+    span_cost: float = 0.0,  # weight of the span's measure in each batch's loss
+) -> float:
     "One pass over the training images in `order`; the mean training loss (cross-entropy, the span's cost left out)."
     model.train()
     batches, total = order.split(batch_size), 0.0
@@ -378,8 +378,8 @@ def wandb_unreachable(timeout: float = 5.0) -> str | None:
 def check_wandb(
     mode: str,  # one of WANDB_MODES
     netrc_path: str | Path | None = None,  # default: $NETRC or ~/.netrc
-    unreachable: Callable[[], str | None] = wandb_unreachable,
-):  # why the server cannot be reached, or None
+    unreachable: Callable[[], str | None] = wandb_unreachable,  # why the server cannot be reached, or None
+):
     "Refuse an unknown `mode`, or 'online' without credentials or without a reachable server, before any work."
     check_choice('wandb_mode', mode, WANDB_MODES)
     if mode != 'online':
