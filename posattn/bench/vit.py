@@ -10,7 +10,7 @@ __all__ = ['VIT_SHAPES', 'VIT_FAMILIES', 'VIT_ENCODINGS', 'VIT_TARGETS', 'VIT_ME
            'vit_ratio_table', 'vit_page', 'vit_finding']
 
 # %% ../../nbs/47d_bench.vit.ipynb #aca72665
-import copy, inspect, math, os, statistics
+import copy, functools, inspect, math, os, statistics
 from typing import NamedTuple, Sequence
 import torch
 import torch.nn.functional as F
@@ -99,13 +99,24 @@ def _reference(name: str) -> str:
     return VIT_ENCODINGS[name].reference or 'timm'
 
 # %% ../../nbs/47d_bench.vit.ipynb #3b5033a9
+@functools.lru_cache
 def _vit_dims(shape: str) -> dict:
-    "Tokens, grid, width, heads and depth of `shape`'s model from its timm name (small: 384, base: 768; heads of 64)."
+    "Tokens, grid, width, heads, depth and MLP width of `shape`'s timm model, read from it built on the meta device."
+    import timm
+
     name, side = VIT_SHAPES[shape]
-    width = dict(small=384, base=768)[name.split('_')[1]]
-    patch = int(name.split('patch')[1].split('_')[0])
-    g = side // patch
-    return dict(grid=(g, g), tokens=g * g + 1, d=width, heads=width // 64, depth=12, mlp=4 * width, patch=patch)
+    with torch.device('meta'):
+        m = timm.create_model(name, pretrained=False, img_size=side)
+    (g0, g1), d = m.patch_embed.grid_size, m.embed_dim
+    return dict(
+        grid=(g0, g1),
+        tokens=g0 * g1 + m.num_prefix_tokens,
+        d=d,
+        heads=m.blocks[0].attn.num_heads,
+        depth=len(m.blocks),
+        mlp=m.blocks[0].mlp.fc1.out_features,
+        patch=m.patch_embed.patch_size[0],
+    )
 
 
 def vit_macs(shape: str, encoding: str) -> dict:
@@ -670,21 +681,27 @@ _LABELS = dict(
 def vit_finding(
     data: dict,  # vit.json
     link: str = '../results/bench/vit.md',  # the page, as the README's notebook (in nbs/) reaches it
+    shape: str = 'S/16@224',  # the shape of VIT_SHAPES the line is about
 ) -> str:
-    "The README's line on ViT-S/16 at 224: each encoding's training step over its reference's, a range over the cases."
-    steps = [c for c in _rows(data['cases'], 'step') if c['shape'] == 'S/16@224']
+    "The README's line on one ViT shape: each encoding's training step over its reference's, a range over the cases."
+    steps = [c for c in _rows(data['cases'], 'step') if c['shape'] == shape]
     if not steps:
         return f"- A converted timm ViT against timm's own: not measured yet ([the benchmark]({link}))."
     got = {n: [r[0] for c in steps if (r := _ratios(c, n))] for n in _LABELS}
-    span = lambda xs: f"{min(xs):.2f}x" if max(xs) - min(xs) < 0.005 else f"{min(xs):.2f}-{max(xs):.2f}x"
+    span = lambda xs: f"{min(xs):.2f}x" if f"{min(xs):.2f}" == f"{max(xs):.2f}" else f"{min(xs):.2f}-{max(xs):.2f}x"
     parts = [f"{_LABELS[n]} {span(xs)}" for n, xs in got.items() if xs]
     worst = max(x for xs in got.values() for x in xs)
     batches, threads = sorted({c['batch'] for c in steps}), sorted({c['threads'] for c in steps})
+    dims, named = _vit_dims(shape), lambda s: 'ViT-' + s.replace('@', ' at ')
+    width = dims['d'] // dims['heads']
+    tile = fast_plan(dims['grid'], relative_size(dims['grid']), width).tile
+    by = lambda xs: ' x '.join(map(str, xs))
     return (
-        f"- **A converted timm ViT trains within {worst:.2f}x of timm's own step.** On ViT-S/16 at 224 pixels "
-        f"(a 14 x 14 patch grid and a class token, heads of 64 features), "
+        f"- **A converted timm ViT trains within {worst:.2f}x of timm's own step.** On {named(shape)} pixels "
+        f"(a {by(dims['grid'])} patch grid and a class token, heads of {width} features), "
         f"batches of {' and '.join(map(str, batches))} on "
         f"{' and '.join(map(str, threads))} CPU thread(s), a training step over timm's: {', '.join(parts)}. `fast` "
-        f"scores SIREN's offsets in 7 x 7 tiles and the class token's pairs without a dense table; ViT-B/16, 384 "
-        f"pixels, memory and profiles on [the benchmark's page]({link})."
+        f"scores SIREN's offsets in {by(tile)} tiles and the class token's pairs without a dense table; the other "
+        f"shapes ({', '.join(named(s) for s in VIT_SHAPES if s != shape)}), memory and profiles on "
+        f"[the benchmark's page]({link})."
     )
