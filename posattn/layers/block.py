@@ -21,6 +21,7 @@ from ..encodings.catalogue import ENCODING_CLASSES, SCALED_ENCODINGS, fixed_appl
 from .version1 import attend_setup, v1_logits
 from .fast import attend_fast
 from posattn.layers.table import (
+    CALL_CHECKED,
     DEFAULT_VERSION,
     DEVICE_VERSIONS,
     FUSED_VERSIONS,
@@ -97,8 +98,8 @@ def _term_slots(encoding, dims: int, heads: int, span) -> tuple[str, ...]:
     return slots + (('factor',) if span is not None and 'factor' not in slots else ())
 
 
-def _check_fused_call(block, x: Tensor) -> None:
-    "A ValueError, before any work, when the block's fused version cannot run a call on `x` (device, dtype, gradients)."
+def _check_call(block, x: Tensor) -> None:
+    "A ValueError, before any work, when the table refuses the block's version a call on `x` (device, dtype, grad)."
     kind = x.device.type
     dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype
     grad = torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in block.parameters()))
@@ -266,8 +267,8 @@ class PositionalSelfAttention(_RunningVersion, _VersionSwitch, MultiHeadSelfAtte
     ) -> Tensor:
         "Positional multi-head self-attention of `x` laid out in `structure_size` (after `prefix` tokens off the grid)."
         S = _check_input(x, structure_size, self.d, self.dims, self.qkv.weight.dtype, self.qkv.weight.device, prefix)
-        if self.version in FUSED_VERSIONS:
-            _check_fused_call(self, x)  # before any work
+        if self.version in CALL_CHECKED:  # a record that can refuse a call: asked before any work
+            _check_call(self, x)
         return super().forward(x, S, prefix)
 
 # %% ../../nbs/23_layers.block.ipynb #dbe1406a

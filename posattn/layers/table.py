@@ -6,7 +6,8 @@ Docs: https://posattn.github.io/posattn/layers.table.html.md"""
 
 # %% auto #0
 __all__ = ['ANY', 'FUSED_SLOTS', 'FUSED_DTYPES', 'VERSION_TABLE', 'DEFAULT_VERSION', 'VERSION_CHOICES', 'FUSED_VERSIONS',
-           'TERMS_VERSIONS', 'DEVICE_VERSIONS', 'Version', 'load_version', 'refusal', 'pick_version', 'runs_eagerly']
+           'TERMS_VERSIONS', 'CALL_CHECKED', 'DEVICE_VERSIONS', 'Version', 'load_version', 'refusal', 'pick_version',
+           'runs_eagerly']
 
 # %% ../../nbs/20a_layers.table.ipynb #601cc647
 import functools, importlib
@@ -38,6 +39,11 @@ class Version(NamedTuple):
     trains_note: str = ''  # why it trains only there, told when it refuses a call that needs gradients
     eager_on: tuple = ()  # device types where torch.compile calls it as it is instead of tracing it
     auto_on: tuple = ()  # device types where 'auto' runs it, by measurement
+
+    @property
+    def asks_calls(self) -> bool:
+        "Whether it can refuse a call (a dtype, a device or a backward pass it lacks): the block asks before each."
+        return self.dtypes is not None or self.runs_on != ANY or self.trains_on != ANY
 
 
 _TRITON = dict(
@@ -75,6 +81,7 @@ FUSED_VERSIONS = tuple(n for n, r in VERSION_TABLE.items() if r.fused)  # loaded
 TERMS_VERSIONS = tuple(
     n for n, r in VERSION_TABLE.items() if r.slots is None and not r.paper
 )  # every slot of PositionTerms
+CALL_CHECKED = tuple(n for n, r in VERSION_TABLE.items() if r.asks_calls)  # asked about each call's device, dtype, grad
 DEVICE_VERSIONS = {kind: n for n, r in VERSION_TABLE.items() for kind in r.auto_on}  # what 'auto' runs, per device type
 
 
