@@ -17,10 +17,6 @@ from ..core.runtime import atomic_write_text, keep_freed_memory
 from ..core.span import SPAN_CLASSES, pairs_kept
 from .layer import failure_status, in_child, limit_memory, machine_info, timed
 from .train import train_step
-from ..experiment.runs import RunRefused, read_result
-from ..experiment.train import read_checkpoint
-from ..experiment.runner import model_for
-from ..experiment.evaluate import final_checkpoint
 
 # %% ../../nbs/47h_bench.span_timing.ipynb #bc421de7
 def full_span(
@@ -43,6 +39,11 @@ def trained_model(
     full: bool = False,  # open every window to the full span (`full_span`)
 ) -> nn.Module:
     "The run's classifier with its final weights, on the CPU under `fast`: its learned windows, or the full span."
+    from posattn.experiment.evaluate import final_checkpoint  # the experiments extra: imported here
+    from posattn.experiment.runner import model_for
+    from posattn.experiment.runs import RunRefused, read_result
+    from posattn.experiment.train import read_checkpoint
+
     path = Path(result)
     res = read_result(path)
     if res is None:
@@ -132,6 +133,9 @@ def _store(result: Path) -> Path:
 
 def timing_key(result: str | Path, threads: int, batch: int, rounds: int) -> dict:
     "What a timing of `result` depends on: its checkpoint's bytes, code, threads, batch, rounds, version and processor."
+    from posattn.experiment.evaluate import final_checkpoint  # the experiments extra: imported here
+    from posattn.experiment.runs import RunRefused, read_result
+
     path = Path(result)
     res = read_result(path)
     if res is None:
@@ -166,6 +170,8 @@ def time_run(
     timeout_s: float = 1800,
 ) -> dict:
     "A run's windows timed against its full span (`run_timing`, fresh process), kept beside the result and reused."
+    from posattn.experiment.runs import read_result  # the experiments extra: imported here
+
     path = Path(result)
     if batch is None:
         batch = read_result(path)['config']['batch_size']
