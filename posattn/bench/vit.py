@@ -10,7 +10,7 @@ __all__ = ['VIT_SHAPES', 'VIT_FAMILIES', 'VIT_ENCODINGS', 'VIT_TARGETS', 'VIT_ME
            'vit_ratio_table', 'vit_page', 'vit_finding']
 
 # %% ../../nbs/47d_bench.vit.ipynb #aca72665
-import copy, functools, inspect, math, os, statistics
+import copy, functools, inspect, math, os, statistics, warnings
 from typing import NamedTuple, Sequence
 import torch
 import torch.nn.functional as F
@@ -102,7 +102,9 @@ def _reference(name: str) -> str:
 @functools.lru_cache
 def _vit_dims(shape: str) -> dict:
     "Tokens, grid, width, heads, depth and MLP width of `shape`'s timm model, read from it built on the meta device."
-    import timm
+    with warnings.catch_warnings():  # timm's hub imports tqdm.auto, which warns in a kernel without ipywidgets
+        warnings.filterwarnings('ignore', message='IProgress not found')
+        import timm
 
     name, side = VIT_SHAPES[shape]
     with torch.device('meta'):
