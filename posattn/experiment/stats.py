@@ -122,68 +122,25 @@ def _derived(setting, a, b, sa, sb):  # a comparison the paper did not print, fr
     )
 
 
+# fmt: off
 PAPER = (  # the paper's Tables 5, 6 and 7 (DECISIONS.md#paper-numbers), one comparison A -> B per row
-    _row(
-        '5',
-        '1D',
-        'baseline',
-        b='siren_1d',
-        sa=(0.7624, 0.7493, 0.01065),
-        sb=(0.7562, 0.7269, 0.02311),
-        effect=-0.0224,
-        p=0.0995,
-    ),
-    _row(
-        '6',
-        '1D',
-        'siren_1d',
-        b='span_1d',
-        sa=(0.7562, 0.7269, 0.02311),
-        sb=(0.7325, 0.7094, 0.02158),
-        effect=-0.01750,
-        p=0.2511,
-    ),
-    _row(
-        '6',
-        '2D',
-        'siren_2d',
-        b='span_2d',
-        sa=(0.8134, 0.7991, 0.008688),
-        sb=(0.8130, 0.8026, 0.01579),
-        effect=0.00346,
-        p=0.6823,
-    ),
-    _row(
-        '7',
-        '1D',
-        'span_1d',
-        b='span_1d_threshold',
-        sa=(0.7325, 0.7094, 0.02158),
-        sb=(0.7352, 0.7168, 0.01776),
-        effect=0.00742,
-        p=0.5697,
-    ),
-    _row(
-        '7',
-        '2D',
-        'span_2d',
-        b='span_2d_threshold',
-        sa=(0.8130, 0.8026, 0.01579),
-        sb=(0.8130, 0.8095, 0.003782),
-        effect=0.00694,
-        p=0.3882,
-    ),
+    _row('5', '1D', 'baseline', b='siren_1d', sa=(.7624, .7493, .01065), sb=(.7562, .7269, .02311), effect=-.0224,
+         p=.0995),
+    _row('6', '1D', 'siren_1d', b='span_1d', sa=(.7562, .7269, .02311), sb=(.7325, .7094, .02158), effect=-.01750,
+         p=.2511),
+    _row('6', '2D', 'siren_2d', b='span_2d', sa=(.8134, .7991, .008688), sb=(.8130, .8026, .01579), effect=.00346,
+         p=.6823),
+    _row('7', '1D', 'span_1d', b='span_1d_threshold', sa=(.7325, .7094, .02158), sb=(.7352, .7168, .01776),
+         effect=.00742, p=.5697),
+    _row('7', '2D', 'span_2d', b='span_2d_threshold', sa=(.8130, .8026, .01579), sb=(.8130, .8095, .003782),
+         effect=.00694, p=.3882),
     # 1-D against 2-D positions: the paper's largest difference, which it shows in Figures 5-6 but tests in no table
-    _derived('no span', 'siren_1d', 'siren_2d', (0.7562, 0.7269, 0.02311), (0.8134, 0.7991, 0.008688)),
-    _derived('span', 'span_1d', 'span_2d', (0.7325, 0.7094, 0.02158), (0.8130, 0.8026, 0.01579)),
-    _derived(
-        'span + threshold',
-        'span_1d_threshold',
-        'span_2d_threshold',
-        (0.7352, 0.7168, 0.01776),
-        (0.8130, 0.8095, 0.003782),
-    ),
+    _derived('no span', 'siren_1d', 'siren_2d', (.7562, .7269, .02311), (.8134, .7991, .008688)),
+    _derived('span', 'span_1d', 'span_2d', (.7325, .7094, .02158), (.8130, .8026, .01579)),
+    _derived('span + threshold', 'span_1d_threshold', 'span_2d_threshold', (.7352, .7168, .01776),
+             (.8130, .8095, .003782)),
 )
+# fmt: on
 PAPER_POWER = dict(d=1.4142, n5=0.5025, n9=0.804)  # Section 4.2 and the Discussion: power at 5 and at 9 runs per group
 
 TABLES = {

@@ -51,6 +51,7 @@ class ChunkOptions:
 
 # %% ../../nbs/21b_layers.fast_plan.ipynb #f0a5b7c1
 _Tiles = tuple[tuple[int, ...], ...]
+_is_cost = lambda x: not isinstance(x, bool) and isinstance(x, (int, float)) and x >= 0  # a weight of the cost model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,10 +71,10 @@ class PlanOptions:
         for name in ('dense_grids', 'wide_heads'):
             check_int(name, getattr(self, name), low=0)
         for name, x in (('copy_cost', self.copy_cost), ('tile_cost', self.tile_cost)):
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not x >= 0:
+            if not _is_cost(x):
                 raise ValueError(f"{name}={x!r} must be a number >= 0")
         costs = self.dense_score_cost
-        if len(costs) != 3 or any(isinstance(x, bool) or not isinstance(x, (int, float)) or not x >= 0 for x in costs):
+        if len(costs) != 3 or not all(map(_is_cost, costs)):
             raise ValueError(f"dense_score_cost={costs!r} must be a number >= 0, or three (1-D, 2-D, 3-D)")
         if not self.tiles or any(check_int('tiles', t) < 1 for t in self.tiles):
             raise ValueError(f"tiles={self.tiles!r} must hold at least one positive tile size")
@@ -112,9 +113,10 @@ def _group_of(name: str) -> str:
     return found[0]
 
 
-def _setting(name: str, value):
+def _setting(group: str, name: str, value):
     "`value` as its setting holds it: a number for every device or dimension, tiles as tuples."
-    if name in ('keep_bytes', 'budget', 'scratch_bytes') and not isinstance(value, PerDevice):
+    per_device = isinstance(getattr(getattr(FastOptions(), group), name), PerDevice)  # as its default is
+    if per_device and not isinstance(value, PerDevice):
         return PerDevice(cpu=check_int(name, value, low=0), gpu=value)
     if name == 'dense_score_cost':
         return tuple(value) if isinstance(value, (tuple, list)) else (value,) * 3
@@ -130,7 +132,8 @@ def fast_options(**changes):
     "Within the block, `attend_fast` uses the current options with `changes` (settings by name); then the old ones."
     groups = {}
     for name, value in changes.items():
-        groups.setdefault(_group_of(name), {})[name] = _setting(name, value)
+        group = _group_of(name)
+        groups.setdefault(group, {})[name] = _setting(group, name, value)
     o = _OPTIONS.get()
     new = {g: dataclasses.replace(getattr(o, g), **kw) for g, kw in groups.items()}
     token = _OPTIONS.set(dataclasses.replace(o, **new))
