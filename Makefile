@@ -189,19 +189,24 @@ open-questions: $(STAMP)
 # `make span-cost`: a span that learns to save compute (nbs/study_span_cost.ipynb). Through the sweep, resumable (finished
 # runs skipped, checkpoints kept beside them): span_2d_threshold on the span16 profile (CIFAR-10 at 16x16, 3 epochs) at
 # each span_cost of SPAN_COSTS and RandomStates SPAN_COST_SEEDS, whole RandomStates first, one run at a time; results in
-# results/span_cost/cost-<value>/. Then the notebook: every finished run timed under fast at its learned windows against
-# the same model over the full span (stored beside it as timing-seed-<seed>.json, never measured twice; about 3 minutes
-# a run on a busy 2-core machine), tables in results/span_cost/tables/, figures in figures/span_cost/; then the README
+# results/span_cost/cost-<value>/, and each (span_cost, span_lr) of SPAN_LR_ARMS (the span at a learning rate of its
+# own) in results/span_cost/cost-<value>-span-lr-<rate>/. Then the notebook: every finished run timed under fast at its
+# learned windows against the same model over the full span (stored beside it as timing-seed-<seed>.json, never
+# measured twice; about 3 minutes a run on a busy 2-core machine), tables in results/span_cost/tables/, figures in figures/span_cost/; then the README
 # pages. `make tables` rebuilds the tables and figures from the stored timings, training and timing nothing.
 SPAN_COSTS ?= $(shell $(BIN)/python -c "from posattn.experiment.runs import SPAN_COSTS as c; print(*(f'{x:g}' for x in c))")
 SPAN_COST_SEEDS ?= $(shell $(BIN)/python -c "from posattn.experiment.runs import SPAN_COST_SEEDS as s; print(*s)")
+SPAN_LR_ARMS ?= $(shell $(BIN)/python -c "from posattn.experiment.runs import SPAN_LR_ARMS as a; print(*(f'{c:g}:{r:g}' for c, r in a))")
 .PHONY: span-cost
 span-cost: $(STAMP)
 	@if [ ! -d data/cifar10-jpeg/train ] && [ -f "$(OFFLINE_CIFAR_TAR)" ]; then \
 	  echo "extracting $(OFFLINE_CIFAR_TAR) into data/"; mkdir -p data; tar xzf "$(OFFLINE_CIFAR_TAR)" -C data; fi
 	for seed in $(SPAN_COST_SEEDS); do for cost in $(SPAN_COSTS); do \
 	  $(BIN)/python -m posattn.sweep --profile span16 --treatments span_2d_threshold --seeds $$seed -p span_cost=$$cost \
-	    --results-dir results/span_cost/cost-$$cost --jobs 1 || exit 1; done; done
+	    --results-dir results/span_cost/cost-$$cost --jobs 1 || exit 1; done; \
+	  for arm in $(SPAN_LR_ARMS); do cost=$${arm%%:*}; rate=$${arm#*:}; \
+	  $(BIN)/python -m posattn.sweep --profile span16 --treatments span_2d_threshold --seeds $$seed -p span_cost=$$cost \
+	    -p span_lr=$$rate --results-dir results/span_cost/cost-$$cost-span-lr-$$rate --jobs 1 || exit 1; done; done
 	@mkdir -p results/span_cost/notebooks
 	$(BIN)/papermill --cwd nbs nbs/study_span_cost.ipynb results/span_cost/notebooks/study_span_cost.ipynb
 	$(MAKE) --no-print-directory readme

@@ -50,6 +50,7 @@ def identity(cfg: dict) -> dict:
     out = {k: json.loads(json.dumps(v)) for k, v in cfg.items() if k not in NOT_IDENTITY}
     out.setdefault('amp', 'off')  # no mixed precision before the setting existed
     out.setdefault('span_cost', 0.0)  # no span cost before the setting existed
+    out.setdefault('span_lr', None)  # the span learned at lr before the setting existed
     if 'data_root' in cfg or 'dataset' in cfg:
         out['data_root'] = _data_root(cfg)
     return out

@@ -52,6 +52,7 @@ from posattn.experiment.train import (
     RunClock,
     best,
     check_span_cost,
+    check_span_lr,
     check_wandb,
     keep_freed_memory,
     load_checkpoint,
@@ -95,6 +96,20 @@ def _check_span_cost(cfg: dict):
     )
 
 
+def _check_span_lr(cfg: dict):
+    "span_lr: None, or a number in (0, 1] for a treatment with a span (whose parameters it sets the rate of)."
+    check_span_lr(cfg['span_lr'])
+    if cfg['span_lr'] is None:
+        return
+    cfg['span_lr'] = float(cfg['span_lr'])
+    if cfg.get('span', 'off') == 'off':
+        spans = tuple(t for t, o in TREATMENTS.items() if o.get('span', 'off') != 'off')
+        raise ValueError(
+            f"span_lr={cfg['span_lr']!r} needs a treatment with a span, one of {spans}; "
+            f"treatment={cfg['treatment']!r} has no span: use span_lr=None with it"
+        )
+
+
 def _check_values(cfg: dict):
     for k, options in (('version', VERSION_CHOICES), ('wandb_mode', WANDB_MODES), ('amp', AMP_MODES)):
         check_choice(k, cfg[k], options)
@@ -108,6 +123,7 @@ def _check_values(cfg: dict):
     for k, low, high in (('lr', 0.0, 1.0), ('dropout', 0.0, 1.0), ('init_sigma', 1e-6, math.inf)):
         _check_number(k, cfg[k], low, high)
     _check_span_cost(cfg)
+    _check_span_lr(cfg)
     if not (len(cfg['betas']) == 2 and all(0 <= b < 1 for b in cfg['betas'])):
         raise ValueError(f"betas={cfg['betas']!r} must be two numbers in [0, 1)")
     bad = ValueError(f"device={cfg['device']!r} must be 'auto', 'cpu', 'cuda' or 'cuda:N'")
@@ -435,6 +451,7 @@ def _train_and_store(
         clock=clock,
         amp=cfg['amp'],
         span_cost=cfg['span_cost'],
+        span_lr=cfg['span_lr'],
     )
     if log is not None:
         log.finish()

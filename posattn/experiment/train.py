@@ -6,8 +6,8 @@ Docs: https://posattn.github.io/posattn/experiment.train.html.md"""
 
 # %% auto #0
 __all__ = ['AMP_MODES', 'WANDB_MODES', 'autocast', 'evaluate', 'read_checkpoint', 'checkpoint_diff', 'load_checkpoint',
-           'RunClock', 'check_span_cost', 'best', 'train', 'wandb_unreachable', 'check_wandb', 'span_metrics',
-           'wandb_logger']
+           'RunClock', 'check_span_cost', 'check_span_lr', 'best', 'train', 'wandb_unreachable', 'check_wandb',
+           'span_metrics', 'wandb_logger']
 
 # %% ../../nbs/42_experiment.train.ipynb #288c4757
 import ctypes, math, netrc, os, socket, time
@@ -191,6 +191,27 @@ def check_span_cost(
             raise ValueError(f"span_cost={span_cost!r} cannot be applied: {e}") from None
 
 
+def check_span_lr(
+    span_lr: float | None,  # the learning rate of the span's parameters; None: lr, as every other parameter's
+    model: nn.Module | None = None,  # when given: a rate of its own needs a span to apply to
+):
+    "Refuse a span learning rate that is neither None nor a number in (0, 1], or one for a model without a span."
+    number = isinstance(span_lr, (int, float)) and not isinstance(span_lr, bool)
+    if span_lr is not None and not (number and 0 < span_lr <= 1):
+        raise ValueError(f"span_lr={span_lr!r} must be None (the span learns at lr) or a number in (0, 1], e.g. 0.003")
+    if span_lr is not None and model is not None and not any(isinstance(m, SPAN_CLASSES) for m in model.modules()):
+        raise ValueError(f"span_lr={span_lr!r} cannot be applied: the model holds no span; use span_lr=None")
+
+
+def _adam(model: nn.Module, lr: float, betas, span_lr: float | None = None) -> torch.optim.Adam:
+    "Adam over `model`'s parameters; with a span_lr, the spans' parameters in a group of their own at that rate."
+    if span_lr is None:  # one group, as before the setting existed, so that its checkpoints resume
+        return torch.optim.Adam(model.parameters(), lr=lr, betas=tuple(betas))
+    span = {id(p) for m in model.modules() if isinstance(m, SPAN_CLASSES) for p in m.parameters()}
+    rest, spans = ([p for p in model.parameters() if (id(p) in span) == s] for s in (False, True))
+    return torch.optim.Adam([dict(params=rest), dict(params=spans, lr=span_lr)], lr=lr, betas=tuple(betas))
+
+
 def _windows(model: nn.Module) -> dict:
     "Each layer's window (SpanSize) and the share of pairs it keeps, for a model with a span; {} otherwise."
     S = getattr(model, 'structure_size', None)  # read from the span modules alone: `spans()` also reads learned w0
@@ -296,18 +317,20 @@ def train(
     clock: RunClock | None = None,  # the run's clock (default: started now); filled in from the checkpoint
     amp: str = 'off',  # mixed precision of the forward pass, one of AMP_MODES
     span_cost: float = 0.0,  # weight of the span's measure (the share of pairs its windows keep) in the loss
+    span_lr: float | None = None,  # learning rate of the span's parameters; None: lr
 ) -> list[dict]:  # per-epoch records
     "Train `model` on `data` (the loop of DECISIONS.md#training), resuming from `checkpoint` if it exists; the history."
     counts = dict(epochs=epochs, batch_size=batch_size, accumulate=accumulate)
     epochs, batch_size, accumulate = (check_int(name, val) for name, val in counts.items())
     check_choice('amp', amp, AMP_MODES)
     check_span_cost(span_cost, model)
+    check_span_lr(span_lr, model)
     config, clock = dict(config or {}), clock or RunClock(time.time())
     if checkpoint:
         check_outputs([checkpoint])
     ckpt = load_checkpoint(checkpoint, config, epochs) if checkpoint and Path(checkpoint).exists() else None
     model.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=tuple(betas))
+    opt = _adam(model, lr, betas, span_lr)
     shuffle = _seeded(seed, device)
     history = (
         [] if ckpt is None else _resume(checkpoint, ckpt, model, opt=opt, shuffle=shuffle, clock=clock, epochs=epochs)
