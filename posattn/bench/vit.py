@@ -498,12 +498,11 @@ def _profile_lines(cases) -> list[str]:
 
 def _profiled(cases, c: dict, name: str, top: int = 4) -> str:
     "The `top` operators of `name`'s profile on `c`'s shape, if one was taken: where its extra time goes."
-    p = [q['measured'][name] for q in _rows(cases, 'profile') if q['shape'] == c['shape'] and name in q['measured']]
-    if not p:
+    q = next((q for q in _rows(cases, 'profile') if q['shape'] == c['shape'] and name in q['measured']), None)
+    if q is None:
         return ''
-    ops = ', '.join(f"`{o['op']}` {o['share']:.0%}" for o in p[0]['top'][:top])
-    batch = [q for q in _rows(cases, 'profile') if name in q['measured']][0]['batch']
-    return f"; its profile's largest operators (batch {batch}): {ops}"
+    ops = ', '.join(f"`{o['op']}` {o['share']:.0%}" for o in q['measured'][name]['top'][:top])
+    return f"; its profile's largest operators (batch {q['batch']}): {ops}"
 
 
 def _why(c: dict, name: str, cases: Sequence[dict] = ()) -> str:
