@@ -54,7 +54,7 @@ PROFILE_SEEDS = dict(study=STUDY_SEEDS, probe=STUDY_SEEDS, probe3d=STUDY_SEEDS, 
 SPAN_COSTS = (0, 0.01, 0.1, 1, 3)
 SPAN_COST_SEEDS = (9188, 2755, 1321)
 # and its arms whose span learns at a rate of its own, (span_cost, span_lr): at lr, costs 1 and 3 stopped at 7 x 7
-SPAN_LR_ARMS = ((1, 0.003),)
+SPAN_LR_ARMS = ((1, 0.003), (0.1, 0.003), (0.3, 0.003))
 
 
 def profile_seeds(profile: str) -> tuple[int, ...]:
