@@ -518,7 +518,8 @@ def _why(c: dict, name: str, cases: Sequence[dict] = ()) -> str:
         made = (
             (
                 f"{vit_macs(c['shape'], 'liere')['exponentials']:,} matrix exponentials of 8 x 8 per layer "
-                "(one per token, head and block), forward and backward, shared by the batch"
+                "(one per token, head and block: their Taylor polynomial as one product, then each one's squarings), "
+                "forward and backward, shared by the batch"
             )
             if name == 'liere'
             else "one exponential per dimension, head and block and its powers, per layer"
@@ -526,8 +527,9 @@ def _why(c: dict, name: str, cases: Sequence[dict] = ()) -> str:
         return (
             "timm's fused kernel on queries and keys turned by blocks of 8 features "
             f"({vit_macs(c['shape'], name)['turn'] / vit_macs(c['shape'], name)['block']:.1%} "
-            f"of a block's multiply-adds); the rest is the rotations: {made}, and turning the tokens as small batched "
-            f"products" + _profiled(cases, c, name)
+            f"of a block's multiply-adds); the rest is the rotations: {made}, and turning the tokens, mostly "
+            f"multiply-adds over whole tensors, which gain less from a second thread than the model's matrix products "
+            f"do" + _profiled(cases, c, name)
         )
     m, dims = vit_macs(c['shape'], 'siren'), _vit_dims(c['shape'])
     plan = fast_plan(dims['grid'], relative_size(dims['grid']), dims['d'] // dims['heads'])

@@ -15,7 +15,7 @@ from torch import nn, Tensor
 from .encoding import Encoding
 from .terms import PositionTerms, positions
 from .rope_mixed import random_rotation
-from .liere import block_scales, check_block, matrix_exp, skew, turn_blocks
+from .liere import block_scales, check_block, rotation_exp, skew, turn_blocks
 
 # %% ../../nbs/17c_encodings.comrope.ipynb #23dc9529
 def _times(a: Tensor, b: Tensor) -> Tensor:
@@ -65,13 +65,13 @@ class CommutingRotaryEncoding(Encoding, nn.Module):
 
     def rotations(self, structure_size: Sequence[int]) -> Tensor:  # [H, N, blocks, b, b]
         "exp((theta . p)(P - P^T)) per token: the product over dimensions of exp(theta_k (P - P^T)) to the power p_k."
-        P, n = skew(self.weight), len(structure_size)
+        P = skew(self.weight)
         R = None
         for k, s in enumerate(structure_size):  # they commute: one exponential per dimension, then its powers
-            E = _powers(matrix_exp(self.theta[k][..., None, None] * P), s)  # [s, H, blocks, b, b]
-            E = E.view(*(s if i == k else 1 for i in range(n)), *E.shape[1:])
-            R = E if R is None else _times(R, E)
-        return R.flatten(0, n - 1).transpose(0, 1)
+            E = _powers(rotation_exp(self.theta[k][..., None, None] * P), s)  # [s, H, blocks, b, b]
+            # each head and block's tokens so far times the new powers: one product of (tokens b) x b by b x (s b)
+            R = E if R is None else torch.einsum('mhkij,shkjl->mshkil', R, E).flatten(0, 1)
+        return R.transpose(0, 1)
 
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "The rotate slot, its rotations computed once for the call."
