@@ -117,18 +117,26 @@ def _taylor_chunks(dtype: torch.dtype) -> int:
     return 5 if torch.finfo(dtype).eps < 1e-10 else 3
 
 
+def _halvings(M: Tensor) -> tuple[int, int]:
+    "(m, s): the Taylor degree for M's dtype, and the fewest halvings that bring the largest 1-norm of M under theta_m."
+    m = 4 * _taylor_chunks(M.dtype) - 1
+    theta = (torch.finfo(M.dtype).eps / 2 * math.factorial(m + 1)) ** (1 / (m + 1))  # theta^(m+1)/(m+1)! = roundoff
+    norm = float(M.detach().abs().sum(-2).amax()) if M.numel() else 0.0
+    return m, max(0, math.ceil(math.log2(norm / theta))) if norm > 0 else 0
+
+
+def _taylor_route(x: Tensor) -> bool:
+    "Whether the exponentials take the Taylor route: eagerly on the CPU (its count of squarings is read from the data)."
+    return x.device.type == 'cpu' and not torch.compiler.is_compiling()
+
+
 @torch.compiler.disable  # the number of squarings is read from the data
 def taylor_exp(
     M: Tensor,  # [..., b, b]
 ) -> Tensor:  # [..., b, b]
     "exp of a batch of square matrices: scaling and squaring a Taylor polynomial, only products, backward too."
-    r = _taylor_chunks(M.dtype)
-    m = 4 * r - 1
-    theta = (torch.finfo(M.dtype).eps / 2 * math.factorial(m + 1)) ** (
-        1 / (m + 1)
-    )  # theta^(m+1) / (m+1)! = unit roundoff
-    norm = float(M.detach().abs().sum(-2).amax()) if M.numel() else 0.0  # the largest 1-norm of the batch
-    s = max(0, math.ceil(math.log2(norm / theta))) if norm > 0 else 0  # halvings: ||A / 2^s|| <= theta
+    m, s = _halvings(M)
+    r = (m + 1) // 4
     b, times = M.shape[-1], _BatchLastProduct.apply
     A = (M / 2**s).reshape(-1, b, b).permute(1, 2, 0).contiguous()  # [b, b, batch]
     I = torch.eye(b, dtype=M.dtype, device=M.device)[..., None]
@@ -150,8 +158,7 @@ def taylor_exp(
 def rotation_exp(M: Tensor) -> Tensor:  # [..., b, b]
     "exp of a batch of square matrices by the faster route: taylor_exp eagerly on the CPU, matrix_exp elsewhere."
     # taylor_exp reads its count of squarings from the data: a host sync on a GPU and a break in torch.compile's graph
-    eager_cpu = M.device.type == 'cpu' and not torch.compiler.is_compiling()
-    return taylor_exp(M) if eager_cpu else matrix_exp(M)
+    return taylor_exp(M) if _taylor_route(M) else matrix_exp(M)
 
 # %% ../../nbs/17b_encodings.liere.ipynb #d2f6b8a4
 def _multi_indices(n: int, m: int) -> list[list[tuple[int, ...]]]:
@@ -182,13 +189,9 @@ def grid_exp(
     pos: Tensor,  # the coordinates of every token [N, n]
 ) -> Tensor:  # [..., N, b, b]: the generators' middle axes, then the positions
     "exp(sum_k p_k A_k) of every position: the Taylor polynomial as one product over monomials of p, then squarings."
-    n, b, r = generators.shape[0], generators.shape[-1], _taylor_chunks(generators.dtype)
-    m = 4 * r - 1
-    theta = (torch.finfo(generators.dtype).eps / 2 * math.factorial(m + 1)) ** (1 / (m + 1))
+    n, b = generators.shape[0], generators.shape[-1]
     pos = pos.to(generators.dtype)
-    with torch.no_grad():  # taylor_exp's s: the largest 1-norm of the M(p)
-        norm = float(torch.einsum('nk,k...ij->n...ij', pos, generators).abs().sum(-2).amax()) if pos.numel() else 0.0
-    s = max(0, math.ceil(math.log2(norm / theta))) if norm > 0 else 0
+    m, s = _halvings(torch.einsum('nk,k...ij->n...ij', pos, generators.detach()))  # taylor_exp's m and s for the M(p)
     levels = _multi_indices(n, m)
     alpha = torch.tensor([a for level in levels for a in level], dtype=pos.dtype, device=pos.device)  # [#alpha, n]
     degree = alpha.sum(1)
@@ -227,7 +230,7 @@ class LieRotaryEncoding(Encoding, nn.Module):
     def rotations(self, structure_size: Sequence[int]) -> Tensor:  # [H, N, blocks, b, b]
         "exp(sum_k p_k A_k) of every token of the grid, per head and block."
         pos = positions(structure_size, self.weight.device).to(self.weight.dtype)
-        if self.weight.device.type == 'cpu' and not torch.compiler.is_compiling():
+        if _taylor_route(self.weight):
             return grid_exp(self.generators(), pos).transpose(1, 2)
         return matrix_exp(torch.einsum('nk,khbij->hnbij', pos, self.generators()))
 
