@@ -206,6 +206,11 @@ def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple
         qc, kc = torch.cat([qp + ub, turn(qg + ub)], 2), torch.cat([kp, turn(kg)], 2)  # a grid token's turned by RoPE
     if version == 'fast' and set(terms.slots) <= {'rotate'} and W == relative_size(S):  # every pair content alone
         return F.scaled_dot_product_attention(qc, kc, value)  # one fused call, as in timm's own attention
+    # one contiguous copy of the keys and of the values: the grid's part and the off-grid rows keep views of it
+    kc, value = kc.contiguous(), value.contiguous()
+    vp, vg = value[:, :, :P], value[:, :, P:]
+    if turn is None:
+        kp, kg = kc[:, :, :P], kc[:, :, P:]
     wide = torch.promote_types(q.dtype, torch.float32)  # logits in float32 at least
     content = lambda a, b: (a @ b.mT).to(wide) / math.sqrt(q.shape[-1])
     inside, grid = _grid_part(block, version, qg, kg, vg, S, W, terms, u, v)

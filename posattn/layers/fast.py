@@ -53,17 +53,17 @@ def attend_fast(
         # nothing positional left but a rotation: fused
         return F.scaled_dot_product_attention(q + u[:, None], k, value, scale=scale)
     plan = fast_plan(S, W, d)
-    qu = query_tiles((q + u[:, None]) * scale, S, plan)  # [B, H, tiles, T^n, d_H]
-    nq = qu.shape[3]
+    queries = query_tiles(q * scale, S, plan)  # [B, H, tiles, T^n, d_H]: once, each chunk adds u and v
+    nq = queries.shape[3]
     keys = math.prod(plan.halo) if plan.mode == 'window' else N
     per_score = max(B, d) if terms.key is not None and plan.mode == 'dense' else B  # dense F costs d_H per score
     opts, device = current_fast_options(), q.device.type
     # tiles per chunk (all of them for an empty batch)
     step = max(1, opts.chunks.budget.on(device) // max(1, per_score * H * nq * keys))
     tables = (window_tables if plan.mode == 'window' else dense_tables)(k, value, S, W, plan, nq, terms, scale)
-    qv = None if terms.query is None else query_tiles((q if v is None else q + v[:, None]) * scale, S, plan)
-    x = tables.x._replace(q_content=qu, q_position=qv)
-    weights = B * H * qu.shape[2] * nq * keys * q.element_size()
+    pv = None if terms.query is None or v is None else v * scale
+    x = tables.x._replace(queries=queries, content_bias=u * scale, position_bias=pv)
+    weights = B * H * queries.shape[2] * nq * keys * q.element_size()
     recompute = opts.keep.recompute
     if recompute is None:
         recompute = weights > opts.keep.keep_bytes.on(device)

@@ -13,7 +13,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 from posattn.layers.fast_layout import Chunk, SkewGeometry, chunk_slices, fold_grids, tile_grids
-from posattn.layers.fast_chunks import Buffer, chunk_backward, chunk_forward, chunk_weights, trim_scratch
+from posattn.layers.fast_chunks import Buffer, bias_grads, biased_queries, chunk_backward, chunk_forward, chunk_weights
+from posattn.layers.fast_chunks import trim_scratch
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #ecd796e9
 class ChunkRun(NamedTuple):
@@ -39,9 +40,9 @@ class _Chunks(torch.autograd.Function):
         x = Chunk(*fields)
         keep_raw = not run.recompute and ctx.needs_input_grad[_FACTOR]  # the Gaussian's gradient needs the raw scores
         ctx.run, ctx.kept, outs, lses = run, [], [], []
-        for _, _, c in chunk_slices(x, run.axes, run.step, x.q_content.shape[2]):
+        for _, _, c in chunk_slices(x, run.axes, run.step, x.queries.shape[2]):
             p, out, raw, lse = chunk_forward(
-                tile_grids(c),
+                biased_queries(tile_grids(c)),
                 run.geom,
                 Buffer.SCORES if run.recompute else None,
                 keep_raw,
@@ -78,12 +79,13 @@ class _Chunks(torch.autograd.Function):
             }
         )
         for (s, n, c), kept in zip(chunk_slices(x, run.axes, run.step, out.shape[2]), ctx.kept):
-            o1, d1, c = out.narrow(2, s, n), dout.narrow(2, s, n), tile_grids(c)
+            o1, d1, c = out.narrow(2, s, n), dout.narrow(2, s, n), biased_queries(tile_grids(c))
             p, raw = kept or (None, None)
             if p is None:  # the forward pass's function on the same inputs: the weights it had, bit for bit
                 p, raw, _ = chunk_weights(c, run.geom, Buffer.SCORES, 'pair_factor' in need, run.exact, raw=raw)
             dl = None if dlse is None else dlse.narrow(2, s, n)
-            for f, acc, part in zip(Chunk._fields, grads, chunk_backward(d1, c, p, o1, run.geom, need, raw, sums, dl)):
+            parts = bias_grads(chunk_backward(d1, c, p, o1, run.geom, need, raw, sums, dl), c, need)
+            for f, acc, part in zip(Chunk._fields, grads, parts):
                 if acc is None:
                     continue
                 if f == 'grid_encodings' and c.grid_index is not None:

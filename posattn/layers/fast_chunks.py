@@ -26,6 +26,8 @@ class Buffer(enum.IntEnum):
     OFFSETS = 1  # R = q_v E^T; dR
     WEIGHTS = 2  # the weights, when the raw scores are kept for the Gaussian
     GRADS = 3  # dP, then dA in place
+    CONTENT = 4  # the chunk's q_u = queries + content bias
+    POSITION = 5  # the chunk's q_v = queries + position bias
 
 
 def scratch(
@@ -278,6 +280,33 @@ def _offset_grads(da: Tensor, qv: Tensor, e: Tensor, geom: SkewGeometry) -> tupl
         dr, e.shape[1]
     )  # laid out [H, nt, B, T^n, C^n]: per head, a product per grid over its rows, a view
     return _rows_back(_narrow(rows, e.mT), B, nt, nq), _grid_rows(qv, e.shape[1]).mT @ rows
+
+# %% ../../nbs/21d_layers.fast_chunks.ipynb #b1a5e0c2
+def biased_queries(c: Chunk) -> Chunk:
+    "`c` with its q_content = queries + content_bias and q_position = queries + position_bias, in scratch buffers."
+    if c.queries is None:
+        return c
+    q, add = c.queries, lambda b, buf: torch.add(c.queries, b[:, None, None], out=scratch(buf, c.queries.shape, q))
+    qv = None if c.grid_encodings is None else q if c.position_bias is None else add(c.position_bias, Buffer.POSITION)
+    return c._replace(q_content=add(c.content_bias, Buffer.CONTENT), q_position=qv)
+
+
+def bias_grads(
+    g: Chunk,  # a chunk's gradients, from `chunk_backward`
+    c: Chunk,  # that chunk
+    need: frozenset[str],  # the fields that need a gradient
+) -> Chunk:
+    "The gradients of `biased_queries`: the queries get both sums', each bias its own summed over the chunk's rows."
+    if c.queries is None:
+        return g
+    dqu, dqv, rows = g.q_content, g.q_position, lambda x: x.sum((0, 2, 3))
+    return g._replace(
+        queries=dqu if dqv is None else dqu + dqv,
+        content_bias=rows(dqu) if 'content_bias' in need else None,
+        position_bias=rows(dqv) if c.position_bias is not None and 'position_bias' in need else None,
+        q_content=None,
+        q_position=None,
+    )
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #d6f75bcb
 def _key_scores(

@@ -150,8 +150,8 @@ class SkewGeometry(NamedTuple):
 class Chunk(NamedTuple):
     "A call's tensors, one chunk's, or their gradients, by what they hold; None: a field the call does not use."
 
-    q_content: Tensor | None = None  # (q + u) / sqrt(d_H) in tiles [B, H, tiles, T^n, d_H]
-    q_position: Tensor | None = None  # (q + v) / sqrt(d_H) likewise
+    q_content: Tensor | None = None  # a chunk's (q + u) / sqrt(d_H) in tiles [B, H, tiles, T^n, d_H]
+    q_position: Tensor | None = None  # a chunk's (q + v) / sqrt(d_H) likewise
     keys: Tensor | None = None  # halos [B, H, tiles, L^n, d_H] (window mode) or all keys [B, H, N, d_H] (dense mode)
     values: Tensor | None = None  # the values, as the keys
     grid_encodings: Tensor | None = (
@@ -168,6 +168,9 @@ class Chunk(NamedTuple):
     grid_index: Tensor | None = (
         None  # dense mode: each tile's grid as rows of the one grid_encodings [H, R^n + 1, d_H] (long [tiles, C^n])
     )
+    queries: Tensor | None = None  # a call's q / sqrt(d_H) in tiles, once: each chunk adds the biases (q_content ...)
+    content_bias: Tensor | None = None  # u / sqrt(d_H) [H, d_H]
+    position_bias: Tensor | None = None  # v / sqrt(d_H) [H, d_H]; None: q_position is the queries themselves
 
 
 class Tables(NamedTuple):
@@ -292,7 +295,7 @@ def window_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms,
         pair_bias=b,
         grid_values=ev,
     )
-    axes = dict(q_content=2, q_position=2, keys=2, values=2, valid=0, mask_bias=0)
+    axes = dict(queries=2, keys=2, values=2, valid=0, mask_bias=0)
     return Tables(x, axes, SkewGeometry(plan.tile, C, plan.halo, base))
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #4a6f9844
@@ -335,14 +338,19 @@ def fold_grids(
     return acc.index_add_(1, index.flatten(), de.mT.reshape(acc.shape[0], -1, acc.shape[-1]))
 
 # %% ../../nbs/21c_layers.fast_layout.ipynb #3b6f38c3
+def _batched_rows(x: Tensor) -> Tensor:  # [B, H, N, d_H]
+    "x itself when it is B H matrices of contiguous rows at one stride (a product reads it as is), else a copy that is."
+    B, H, N, d = x.shape
+    if x.stride(-1) == 1 and x.stride(-2) == d and x.stride(0) == H * x.stride(1):
+        return x  # the block's views of its one contiguous copy of the keys and values (the class token's rows cut)
+    return x.contiguous()
+
+
 def dense_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, scale: float = 1.0) -> Tables:
     "Dense mode's chunk tables: all keys, one grid of encodings and its rows per tile, pair tables and masks per tile."
     C, base = tuple(s + t - 1 for s, t in zip(S, plan.tile)), tuple(t - 1 for t in plan.tile)
     offsets, idx, mask = _dense_layout(tuple(S), tuple(W), plan, k.device)
-    k, value = (
-        k.contiguous(),
-        value.contiguous(),
-    )  # every chunk's products read them: one copy here, not one per product
+    k, value = _batched_rows(k), _batched_rows(value)  # every chunk's products read them: no copy per product
     offsets = offsets.clone()  # the cached grid is shared by every call: the encodings get a copy of their own
     cut = lambda fn: None if fn is None else _tile_grids(fn(offsets), S, plan)  # [tiles, *features, M^n]
     pairs = lambda c: (
@@ -370,7 +378,7 @@ def dense_tables(k, value, S, W, plan: FastPlan, nq: int, terms: PositionTerms, 
         grid_index=rows,
     )
     axes = dict(
-        q_content=2, q_position=2, grid_index=0, valid=0, mask_bias=0, pair_keys=1, grid_values=1
+        queries=2, grid_index=0, valid=0, mask_bias=0, pair_keys=1, grid_values=1
     )  # keys, values, the grid: shared
     axes.update(
         {name: t.dim() - 3 for name, t in (('pair_factor', g), ('pair_bias', b)) if t is not None}
