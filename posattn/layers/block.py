@@ -197,7 +197,8 @@ def _grid_part(
 
 def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], P: int) -> Tensor:
     "Attention with P off-grid tokens first: pairs with one score (q + u) k / sqrt(d_H) alone; grid tokens rotated."
-    (qp, qg), (kp, kg), (vp, vg) = ((x[:, :, :P], x[:, :, P:]) for x in (q, k, value))
+    cut = lambda x: x.split([P, x.shape[2] - P], 2)  # one backward (a cat), where two slices fill two zero tensors
+    (qp, qg), (kp, kg), (vp, vg) = (cut(x) for x in (q, k, value))
     W, terms, u, v = _terms(block, qg, S)
     turn, ub = terms.rotate, u[:, None]
     if turn is None:
@@ -208,16 +209,16 @@ def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple
         return F.scaled_dot_product_attention(qc, kc, value)  # one fused call, as in timm's own attention
     # one contiguous copy of the keys and of the values: the grid's part and the off-grid rows keep views of it
     kc, value = kc.contiguous(), value.contiguous()
-    vp, vg = value[:, :, :P], value[:, :, P:]
+    (qcp, qcg), (vp, vg) = cut(qc), cut(value)
     if turn is None:
-        kp, kg = kc[:, :, :P], kc[:, :, P:]
+        kp, kg = cut(kc)
     wide = torch.promote_types(q.dtype, torch.float32)  # logits in float32 at least
     content = lambda a, b: (a @ b.mT).to(wide) / math.sqrt(q.shape[-1])
     inside, grid = _grid_part(block, version, qg, kg, vg, S, W, terms, u, v)
-    grid, c = grid.to(wide)[..., None], content(qc[:, :, P:], kp)  # [B, H, N, 1], [B, H, N, P]
+    grid, c = grid.to(wide)[..., None], content(qcg, kp)  # [B, H, N, 1], [B, H, N, P]
     total = torch.logaddexp(grid, c.logsumexp(-1, keepdim=True))
     on = (grid - total).exp().to(q.dtype) * inside + (c - total).exp().to(q.dtype) @ vp
-    off = content(qc[:, :, :P], kc).softmax(-1).to(q.dtype) @ value  # every key, never windowed
+    off = content(qcp, kc).softmax(-1).to(q.dtype) @ value  # every key, never windowed
     return torch.cat([off, on], 2)
 
 # %% ../../nbs/23_layers.block.ipynb #62b5d67b

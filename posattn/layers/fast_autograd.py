@@ -14,7 +14,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 from posattn.layers.fast_layout import Chunk, SkewGeometry, chunk_slices, fold_grids, tile_grids
 from posattn.layers.fast_chunks import Buffer, bias_grads, biased_queries, chunk_backward, chunk_forward, chunk_weights
-from posattn.layers.fast_chunks import trim_scratch
+from posattn.layers.fast_chunks import scratch, trim_scratch
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #ecd796e9
 class ChunkRun(NamedTuple):
@@ -30,6 +30,7 @@ class ChunkRun(NamedTuple):
 
 
 _FACTOR = 1 + Chunk._fields.index('pair_factor')  # autograd sees the run, then the fields in order
+_grids = lambda shape, like: scratch(Buffer.GRIDS, shape, like)  # a chunk's tiles' grids live as long as the chunk
 
 # %% ../../nbs/21e_layers.fast_autograd.ipynb #8301e3d2
 class _Chunks(torch.autograd.Function):
@@ -42,7 +43,7 @@ class _Chunks(torch.autograd.Function):
         ctx.run, ctx.kept, outs, lses = run, [], [], []
         for _, _, c in chunk_slices(x, run.axes, run.step, x.queries.shape[2]):
             p, out, raw, lse = chunk_forward(
-                biased_queries(tile_grids(c)),
+                biased_queries(tile_grids(c, _grids)),
                 run.geom,
                 Buffer.SCORES if run.recompute else None,
                 keep_raw,
@@ -53,10 +54,11 @@ class _Chunks(torch.autograd.Function):
             outs.append(out)
             lses.append(lse)
             ctx.kept.append(None if run.recompute else (None if keep_raw else p, raw))  # p: rebuilt from raw
-        out = torch.cat(outs, 2)
+        join = lambda ts: ts[0] if len(ts) == 1 else torch.cat(ts, 2)  # one chunk: no copy
+        out = join(outs)
         ctx.save_for_backward(*x, out)
         trim_scratch(out.device)
-        return (out, torch.cat(lses, 2)) if run.lse else out
+        return (out, join(lses)) if run.lse else out
 
     @staticmethod
     @once_differentiable  # under no_grad: it writes with out= and in place; a second derivative is refused
@@ -79,7 +81,7 @@ class _Chunks(torch.autograd.Function):
             }
         )
         for (s, n, c), kept in zip(chunk_slices(x, run.axes, run.step, out.shape[2]), ctx.kept):
-            o1, d1, c = out.narrow(2, s, n), dout.narrow(2, s, n), biased_queries(tile_grids(c))
+            o1, d1, c = out.narrow(2, s, n), dout.narrow(2, s, n), biased_queries(tile_grids(c, _grids))
             p, raw = kept or (None, None)
             if p is None:  # the forward pass's function on the same inputs: the weights it had, bit for bit
                 p, raw, _ = chunk_weights(c, run.geom, Buffer.SCORES, 'pair_factor' in need, run.exact, raw=raw)

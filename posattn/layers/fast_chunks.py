@@ -28,6 +28,7 @@ class Buffer(enum.IntEnum):
     GRADS = 3  # dP, then dA in place
     CONTENT = 4  # the chunk's q_u = queries + content bias
     POSITION = 5  # the chunk's q_v = queries + position bias
+    GRIDS = 6  # dense mode: the chunk's tiles' grids of encodings, gathered from the one grid
 
 
 def scratch(
@@ -172,8 +173,10 @@ def chunk_weights(
     if raw is None:
         raw = raw_scores(c.q_content, c.q_position, c.keys, c.grid_encodings, geom, c.pair_keys, buffer)
     o = _logits(raw, c, scratch(Buffer.WEIGHTS, raw.shape, raw) if keep_raw else None, exact)
-    l = torch.logsumexp(o, -1) if lse else None  # before the softmax overwrites the logits
-    return torch.softmax(o, -1, out=o), raw if keep_raw else None, l  # every row has a valid key
+    m = o.amax(-1) if lse else None  # before the softmax overwrites the logits
+    p = torch.softmax(o, -1, out=o)  # every row has a valid key
+    # log sum_j e^(a_j) = max_j a_j - log max_j p_j: two reading passes, where logsumexp writes two temporaries
+    return p, raw if keep_raw else None, None if m is None else m - p.amax(-1).log()
 
 
 def chunk_forward(
@@ -279,7 +282,8 @@ def _offset_grads(da: Tensor, qv: Tensor, e: Tensor, geom: SkewGeometry) -> tupl
     rows = _grid_rows(
         dr, e.shape[1]
     )  # laid out [H, nt, B, T^n, C^n]: per head, a product per grid over its rows, a view
-    return _rows_back(_narrow(rows, e.mT), B, nt, nq), _grid_rows(qv, e.shape[1]).mT @ rows
+    de = (rows.mT @ _grid_rows(qv, e.shape[1])).mT  # laid out as the one grid's rows: folded back without a copy
+    return _rows_back(_narrow(rows, e.mT), B, nt, nq), de
 
 # %% ../../nbs/21d_layers.fast_chunks.ipynb #b1a5e0c2
 def biased_queries(c: Chunk) -> Chunk:

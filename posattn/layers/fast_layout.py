@@ -322,11 +322,18 @@ def _grid_index(S: tuple, plan: FastPlan, device) -> Tensor:  # long [tiles, C^n
     return rows.masked_fill_(rows < 0, n)
 
 
-def tile_grids(c: Chunk) -> Chunk:
+def tile_grids(
+    c: Chunk,
+    out=None,  # where to gather, a function of (shape, like) (a scratch buffer); None: a tensor of their own
+) -> Chunk:
     "`c` with its tiles' encodings [H, nt, d_H, C^n] gathered from the one grid by `grid_index` (dense mode), else `c`."
     if c.grid_index is None or c.grid_encodings is None:
         return c
-    return c._replace(grid_encodings=c.grid_encodings[:, c.grid_index].mT)  # a copy of this chunk's grids only
+    e, index = c.grid_encodings, c.grid_index
+    shape = (e.shape[0], index.numel(), e.shape[-1])
+    # a copy of this chunk's grids only; index_select, where indexing e[:, index] took ten times as long
+    rows = torch.index_select(e, 1, index.flatten(), out=None if out is None else out(shape, e))
+    return c._replace(grid_encodings=rows.view(e.shape[0], *index.shape, e.shape[-1]).mT)
 
 
 def fold_grids(
