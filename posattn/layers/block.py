@@ -198,7 +198,7 @@ def _grid_part(
 def _off_grid(block, version: str, q: Tensor, k: Tensor, value: Tensor, S: tuple[int, ...], P: int) -> Tensor:
     "Attention with P off-grid tokens first: pairs with one score (q + u) k / sqrt(d_H) alone; grid tokens rotated."
     cut = lambda x: x.split([P, x.shape[2] - P], 2)  # one backward (a cat), where two slices fill two zero tensors
-    (qp, qg), (kp, kg), (vp, vg) = (cut(x) for x in (q, k, value))
+    (qp, qg), (kp, kg) = cut(q), cut(k)  # the values are cut once, from their contiguous copy below
     W, terms, u, v = _terms(block, qg, S)
     turn, ub = terms.rotate, u[:, None]
     if turn is None:

@@ -290,7 +290,8 @@ def biased_queries(c: Chunk) -> Chunk:
     "`c` with its q_content = queries + content_bias and q_position = queries + position_bias, in scratch buffers."
     if c.queries is None:
         return c
-    q, add = c.queries, lambda b, buf: torch.add(c.queries, b[:, None, None], out=scratch(buf, c.queries.shape, q))
+    q = c.queries
+    add = lambda b, buf: torch.add(q, b[:, None, None], out=scratch(buf, q.shape, q))
     qv = None if c.grid_encodings is None else q if c.position_bias is None else add(c.position_bias, Buffer.POSITION)
     return c._replace(q_content=add(c.content_bias, Buffer.CONTENT), q_position=qv)
 
