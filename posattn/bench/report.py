@@ -752,6 +752,18 @@ def train_page(
 PLAN_TARGET = 1.0  # `fast`'s time under a window / the same call's over the full span, at most
 
 
+def _plan_why(c: dict) -> str:
+    "Why case `c`'s window costs more than its full span: the plan `fast` took for it (`fast_plan`)."
+    p = fast_plan(c['structure_size'], c['span_size'], c.get('d', 64) // c.get('heads', 8))
+    tile = 'x'.join(map(str, p.tile))
+    if p.mode == 'dense':
+        return (
+            f"the dense plan ({tile} tiles; the window's tiles would score as many pairs or more): the full span's "
+            "products plus the mask, one more table read per score in the Gaussian's pass"
+        )
+    return f"the window plan ({tile} tiles): its halos' copies and tiles cost more than the plan's count prices them"
+
+
 def plans_page(
     data: dict,  # plans.json: `'pair'` cases (`measure_pair`), a window against the full span of the same layer
 ) -> str:
@@ -776,7 +788,7 @@ def plans_page(
         )
         ratios.append((r, f'{S}, batch {c["batch"]}, window {w}'))
         if low > PLAN_TARGET:
-            slower.append(f'{S} under {w} (batch {c["batch"]}): {r:.2f} ({low:.2f}-{high:.2f})')
+            slower.append(f'{S} under {w} (batch {c["batch"]}): {r:.2f} ({low:.2f}-{high:.2f}), {_plan_why(c)}')
     threads = sorted({c['threads'] for c in data['cases'] if 'threads' in c})
     out = _head(
         'A window against the full span: `fast`, one layer, forward + backward',
