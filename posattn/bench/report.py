@@ -16,7 +16,7 @@ __all__ = ['FLOORS', 'TRAIN_MODEL_TARGETS', 'TRAIN_MODEL_SIZES', 'FAST_TARGETS',
 import filecmp, json, math, statistics, tempfile
 from itertools import groupby
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Iterator, Sequence
 from ..core.checks import check_choice
 from ..core.geometry import relative_size
 from ..core.runtime import atomic_write_text, markdown_table
@@ -164,9 +164,11 @@ def target_met(value: float, limit: float, strict: bool = False) -> bool:
 
 def _against(r: float, limit: float, strict: bool = False, note: str = '') -> str:
     "A measured ratio against its target (`note` before the limit), and met or NOT met."
+    met = target_met(r, limit, strict)
+    # a miss that rounds to its limit keeps a third decimal, so the line never reads "1.30 (at most 1.30): NOT met"
+    digits = 3 if f'{r:.2f}' == f'{limit:.2f}' and not met else 2
     return (
-        f"{r:.2f} ({note}target {'below' if strict else 'at most'} {limit:.2f}): "
-        f"{'met' if target_met(r, limit, strict) else 'NOT met'}"
+        f"{r:.{digits}f} ({note}target {'below' if strict else 'at most'} {limit:.2f}): {'met' if met else 'NOT met'}"
     )
 
 
@@ -424,6 +426,13 @@ def train_ratio_table(
     return markdown_table(['input', 'threads', 'floor images / s', *names], lines)
 
 # %% ../../nbs/47c_bench.report.ipynb #a921af2f
+def _size_rows(rows: dict, sizes: Collection[str]) -> Iterator[tuple[str, str, dict]]:
+    "The rows of `train_rows` whose input size is in `sizes`: size, label ('16x16, 2 threads') and models."
+    for (size, threads), ms in rows.items():
+        if size in sizes:
+            yield size, f"{size}, {threads} thread{'s' if threads != 1 else ''}", ms
+
+
 def train_target_lines(
     rows: dict,  # `train_rows`
     limits: dict[str, float],  # the largest time / floor per input size ('16x16': 1.3)
@@ -431,9 +440,7 @@ def train_target_lines(
 ) -> str:
     "Per input size and thread count: the largest time and memory ratios to the floor, and whether within the limit."
     out = []
-    for (size, threads), ms in rows.items():
-        if size not in limits:
-            continue
+    for size, label, ms in _size_rows(rows, limits):
         for field, limit in (('time_s', limits[size]), ('peak_mb', memory_limit)):
             found = {
                 n: r
@@ -442,7 +449,7 @@ def train_target_lines(
                 for r in [_over(c, ms.get(TRAIN_FLOOR), field)]
                 if r is not None
             }
-            text = f"- {size}, {threads} thread{'s' if threads != 1 else ''}: {_FIELDS[field]} / floor"
+            text = f"- {label}: {_FIELDS[field]} / floor"
             worst = max(found, key=found.get, default=None)
             out.append(
                 f"{text}: largest {_against(found[worst], limit, note=f'{worst}; {len(found)} measured, ')}"
@@ -660,11 +667,9 @@ def train_model_target_lines(
 ) -> str:
     "Each targeted model's time over the floor against its target; for a miss, what limits it (`_train_why`)."
     out = []
-    for (size, threads), ms in rows.items():
-        if size not in sizes:
-            continue
+    for _, label, ms in _size_rows(rows, sizes):
         for name, limit in targets.items():
-            text = f"- {size}, {threads} thread{'s' if threads != 1 else ''}: `{name}` time / floor"
+            text = f"- {label}: `{name}` time / floor"
             r = _over(ms.get(name), ms.get(TRAIN_FLOOR), 'time_s')
             if r is None:
                 out.append(f"{text}: not measured")
