@@ -15,7 +15,7 @@ from torch import nn, Tensor
 from .encoding import Encoding
 from .terms import PositionTerms, positions
 from .rope_mixed import random_rotation
-from .liere import block_scales, check_block, rotation_exp, skew, turn_blocks
+from .liere import block_scales, check_block, rotation_exp, rotations_tokens_last, skew, turn_blocks
 
 # %% ../../nbs/17c_encodings.comrope.ipynb #23dc9529
 def _times(a: Tensor, b: Tensor) -> Tensor:
@@ -75,5 +75,5 @@ class CommutingRotaryEncoding(Encoding, nn.Module):
 
     def terms(self, structure_size: Sequence[int]) -> PositionTerms:
         "The rotate slot, its rotations computed once for the call."
-        R = self.rotations(structure_size)
+        R = rotations_tokens_last(self.rotations(structure_size))  # stored as turn_blocks reads them, once a call
         return PositionTerms(rotate=lambda x: turn_blocks(x, R.to(x.dtype)))
