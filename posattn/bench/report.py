@@ -9,8 +9,9 @@ __all__ = ['FLOORS', 'TRAIN_MODEL_TARGETS', 'TRAIN_MODEL_SIZES', 'FAST_TARGETS',
            'PLAN_TARGET', 'PAGES', 'NOT_PAGES', 'summary_rows', 'num_cell', 'summary_table', 'encodings_table',
            'target_met', 'target_line', 'summary_markdown', 'plot_cases', 'train_name', 'train_rows', 'train_table',
            'train_ratio_table', 'train_target_lines', 'train_summary_markdown', 'train_over_floor', 'plot_train',
-           'learned_window_cases', 'window_time_rows', 'train_macs', 'train_model_target_lines', 'versions_page',
-           'fast_page', 'encodings_page', 'train_page', 'plans_page', 'write_pages', 'stale_pages']
+           'learned_window_cases', 'window_time_rows', 'train_macs', 'train_model_target_lines', 'train_profile_parts',
+           'train_profile_markdown', 'versions_page', 'fast_page', 'encodings_page', 'train_page', 'plans_page',
+           'write_pages', 'stale_pages']
 
 # %% ../../nbs/47c_bench.report.ipynb #4db2a508
 import filecmp, json, math, statistics, tempfile
@@ -639,8 +640,8 @@ def train_macs(
     )
 
 
-def _train_why(c: dict) -> str:
-    "What limits case `c`'s step, from the arithmetic of its layers' windows (`train_macs`) and its kept weights."
+def _train_why(c: dict, profiles: Sequence[dict] = ()) -> str:
+    "What limits case `c`'s step: the arithmetic of its windows (`train_macs`), its kept weights, its model's profile."
     S, d, H = c['structure_size'], c.get('d', 64), c.get('heads', 8)
     ms = [train_macs(S, w, d, H) for w in c.get('spans') or [None]]
     mean = lambda k: statistics.fmean(m[k] for m in ms)
@@ -657,6 +658,7 @@ def _train_why(c: dict) -> str:
             else "kept"
         )
         + ("; the span's Gaussian weighs every score, forward and backward" if 'span' in c['treatment'] else '')
+        + (_profile_why(c, profiles) if profiles else '')
     )
 
 
@@ -664,6 +666,9 @@ def train_model_target_lines(
     rows: dict,  # `train_rows`
     targets: dict[str, float] = TRAIN_MODEL_TARGETS,  # model -> its largest time / floor
     sizes: Sequence[str] = TRAIN_MODEL_SIZES,
+    profiles: Sequence[
+        dict
+    ] = (),  # `profile_operators` of the models and the floor, one thread (`train_profile_parts`)
 ) -> str:
     "Each targeted model's time over the floor against its target; for a miss, what limits it (`_train_why`)."
     out = []
@@ -676,8 +681,89 @@ def train_model_target_lines(
                 continue
             out.append(f"{text}: {_against(r, limit)}")
             if not target_met(r, limit):
-                out.append(f"  - what limits it: {_train_why(ms[name])}")
+                out.append(f"  - what limits it: {_train_why(ms[name], profiles)}")
     return '\n'.join(out)
+
+# %% ../../nbs/47c_bench.report.ipynb #c57a1d05
+_SCORE_OPS = ('aten::bmm', 'aten::baddbmm', 'aten::baddbmm_')  # the block's score and output products, per chunk
+_SOFTMAX_OPS = ('aten::_softmax', 'aten::_softmax_backward_data')
+_DENSE_OPS = ('aten::mm', 'aten::addmm')  # the projections and the feed-forward network, the floor's too
+
+
+def _ops(p: dict, names: Collection[str] | None = None, part: str = 'scaled_dot_product') -> list[dict]:
+    "The operators of profile `p` named in `names`, or (None) whose names contain `part`."
+    return [o for o in p['operators'] if (o['operator'] in names if names is not None else part in o['operator'])]
+
+
+def _rate(ops: Sequence[dict]) -> float | None:
+    "GFLOP/s of the operators whose work torch counted; None if it counted none."
+    ms = sum(o['ms'] for o in ops if o['gflop'] > 0)
+    return 1000 * sum(o['gflop'] for o in ops) / ms if ms else None
+
+
+def train_profile_parts(
+    p: dict,  # `profile_operators`
+) -> dict:
+    "A profiled step's ms: fused attention, score products, softmax, projections and feed-forward, the rest; rates."
+    parts = dict(fused=_ops(p), scores=_ops(p, _SCORE_OPS), softmax=_ops(p, _SOFTMAX_OPS), dense=_ops(p, _DENSE_OPS))
+    out = dict(step=p['total_ms']) | {k: sum(o['ms'] for o in v) for k, v in parts.items()}
+    return out | dict(
+        rest=out['step'] - sum(out[k] for k in parts),
+        scores_rate=_rate(parts['scores']),
+        dense_rate=_rate(parts['dense']),
+    )
+
+
+def train_profile_markdown(
+    profiles: Sequence[dict],  # `profile_operators`, each with the `date` and `code` it was measured on
+) -> str:
+    "The profiles' table: each step in parts (`train_profile_parts`), in ms, and the rates of its products."
+    head = [
+        'input',
+        'model',
+        'step (ms)',
+        'fused attention',
+        'score products (`bmm`, `baddbmm`)',
+        'softmax',
+        'projections, feed-forward (`mm`, `addmm`)',
+        'the rest',
+        'score products GFLOP/s',
+        'projections GFLOP/s',
+    ]
+    rows = []
+    for p in profiles:
+        q = train_profile_parts(p)
+        ms = [num_cell(q[k], '.0f') for k in ('step', 'fused', 'scores', 'softmax', 'dense', 'rest')]
+        rates = [num_cell(q[k], '.1f') for k in ('scores_rate', 'dense_rate')]
+        rows.append([f"{p['side']}x{p['side']}", p['treatment'], *ms, *rates])
+    p = profiles[0]
+    return (
+        f"One training step of each model under `torch.profiler` (`profile_train_step`: {p['threads']} thread, batch "
+        f"{p['batch']}), measured {p.get('date', '?')[:16]} on code {p.get('code', '?')}: each operator's own time, in "
+        "ms, by what it does, and the rate of the matrix products whose floating-point operations torch counts (none "
+        "for the in-place `baddbmm_`; the rate is over the products counted).\n\n" + markdown_table(head, rows) + '\n'
+    )
+
+
+def _profile_why(c: dict, profiles: Sequence[dict]) -> str:
+    "What `c`'s model's profile says beside the floor's, on the same input; '' where either was not profiled."
+    find = lambda t: next((p for p in profiles if p['treatment'] == t and p['side'] == c['side']), None)
+    p, f = find(c['treatment']), find(TRAIN_FLOOR)
+    if p is None or f is None or c.get('sigmas'):
+        return ''
+    a, b, dh = train_profile_parts(p), train_profile_parts(f), c.get('d', 64) // c.get('heads', 8)
+    out = (
+        f"; its profile ({p['threads']} thread, batch {p['batch']}, below) spends {a['scores']:.0f} ms in score "
+        f"products and {a['softmax']:.0f} ms in the softmax of a {a['step']:.0f} ms step, where the floor spends "
+        f"{b['fused']:.0f} ms of {b['step']:.0f} in its fused attention"
+    )
+    if a['scores_rate'] and a['dense_rate']:
+        out += (
+            f"; its score products run at {a['scores_rate']:.0f} GFLOP/s, the projections at {a['dense_rate']:.0f}: "
+            f"with {dh} features per head a score is {dh} multiply-adds for a 4-byte store and load, so these "
+            "products wait on memory, which no count of multiply-adds shows"
+        )
+    return out
 
 # %% ../../nbs/47c_bench.report.ipynb #7a82312a
 def versions_page(
@@ -750,8 +836,10 @@ def train_page(
     page = train_summary_markdown(
         data, 'A training step of the whole classifier against the floor', TRAIN_TARGETS, TRAIN_MEMORY_TARGET
     )
-    lines = train_model_target_lines(train_rows(data['cases']))
-    return page + (f"\n## The 2-D models' targets\n\n{lines}\n" if lines else '')
+    profiles = data.get('profiles', [])
+    lines = train_model_target_lines(train_rows(data['cases']), profiles=profiles)
+    page += f"\n## The 2-D models' targets\n\n{lines}\n" if lines else ''
+    return page + (f"\n## Where the time goes\n\n{train_profile_markdown(profiles)}" if profiles else '')
 
 
 PLAN_TARGET = 1.0  # `fast`'s time under a window / the same call's over the full span, at most
